@@ -1,0 +1,23 @@
+/** Where a command writes; the CLI passes process streams, tests a recorder. */
+export interface CommandIo {
+  out(text: string): void;
+  err(text: string): void;
+}
+
+export const processIo: CommandIo = {
+  out: (text) => process.stdout.write(`${text}\n`),
+  err: (text) => process.stderr.write(`${text}\n`),
+};
+
+/** Resolves on the first SIGINT or SIGTERM; the handlers are removed afterwards. */
+export function untilStopSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const onSignal = (signal: NodeJS.Signals): void => {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+      resolve(signal);
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+  });
+}

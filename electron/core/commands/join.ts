@@ -1,0 +1,70 @@
+/** `gpu-share join`: hold a slot, heartbeat it, print the boot line; free the slot on SIGINT or
+ *  SIGTERM. With --watch, print this peer's `/gpu/peers` view as a JSON line every interval. */
+import { RegistryError, type RegistryHelper } from '../../../native/helper.js';
+import { systemClock } from '../clock.js';
+import { segmentName } from '../registry/abi.js';
+import { RegistryMember, processBootUs, startHeartbeat } from '../registry/member.js';
+import { RegistryObserver } from '../registry/observer.js';
+import { RegistrySegment } from '../registry/segment.js';
+import { bootLogLine } from '../registry/view.js';
+import { untilStopSignal, type CommandIo } from './io.js';
+
+export interface JoinOptions {
+  gpuKey: string;
+  weight: number;
+  name: string;
+  active: boolean;
+  watch: boolean;
+  intervalMs: number;
+}
+
+export async function runJoin(options: JoinOptions, io: CommandIo, helper: RegistryHelper): Promise<number> {
+  const clock = systemClock(() => helper.wallUs());
+  const segment = RegistrySegment.openForJoin(helper, options.gpuKey);
+  const member = new RegistryMember(segment, clock, {
+    pid: process.pid,
+    ownerPid: process.pid,
+    bootUs: processBootUs(clock.wallUs()),
+    name: options.name,
+    weight: options.weight,
+    active: options.active,
+  });
+  const slot = member.join();
+  const alive = new RegistryObserver(clock, false).peers(segment).length;
+  io.out(bootLogLine(options.gpuKey, slot, options.weight, alive));
+
+  let failure: Error | null = null;
+  let wake: () => void = () => undefined;
+  const failed = new Promise<void>((resolve) => (wake = resolve));
+  const heartbeat = startHeartbeat(member, (result) => {
+    if (result === 'rejoined') {
+      io.err(`gpu-share: our slot was reclaimed (stopped for more than 3 s?); rejoined ${segmentName(options.gpuKey)} slot ${member.slot}`);
+    } else if (result instanceof Error) {
+      failure = result;
+      wake();
+    }
+  });
+  const watcher = new RegistryObserver(clock, true);
+  const watch = options.watch
+    ? setInterval(() => {
+        try {
+          io.out(JSON.stringify(watcher.view(options.gpuKey, segment, member.slot)));
+        } catch (error) {
+          failure = error instanceof Error ? error : new Error(String(error));
+          wake();
+        }
+      }, options.intervalMs)
+    : null;
+
+  await Promise.race([untilStopSignal(), failed]);
+  heartbeat.stop();
+  if (watch) clearInterval(watch);
+  if (failure === null) member.leave();
+  segment.close();
+  if (failure !== null) {
+    const error: Error = failure;
+    io.err(`gpu-share: ${error instanceof RegistryError ? error.message : `heartbeat failed: ${error.message}`}`);
+    return 1;
+  }
+  return 0;
+}

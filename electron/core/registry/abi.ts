@@ -1,0 +1,44 @@
+/**
+ * Registry ABI v1: the byte layout of DESIGN.md, mirrored from native/gpushare.h. A test compiles
+ * a C program against the header and checks that these offsets equal the C compiler's.
+ */
+export const MAGIC = 'OCGPU';
+export const VERSION = 1;
+export const SLOT_COUNT = 16;
+export const SEGMENT_SIZE = 4096;
+export const HEADER_SIZE = 64;
+export const SLOT_SIZE = 128;
+export const NAME_SIZE = 48;
+/** Names are NUL-terminated inside their 48 bytes. */
+export const NAME_MAX_BYTES = NAME_SIZE - 1;
+export const GPU_KEY_MAX = 40;
+export const GPU_KEY_PATTERN = /^[A-Za-z0-9._-]+$/;
+
+export const HEADER_OFFSET = {
+  magic: 0,
+  version: 8,
+  slot_count: 12,
+  reserved: 16,
+} as const;
+
+export const SLOT_OFFSET = {
+  pid: 0,
+  seq: 4,
+  boot_us: 8,
+  weight: 16,
+  active: 20,
+  heartbeat_us: 24,
+  busy_ppm: 32,
+  owner_pid: 36,
+  name: 40,
+  reserved: 88,
+} as const;
+
+export function slotOffset(index: number): number {
+  return HEADER_SIZE + SLOT_SIZE * index;
+}
+
+/** The POSIX shm_open name; Windows uses `Local\opencoti-gpu-<key>`. */
+export function segmentName(gpuKey: string): string {
+  return `/opencoti-gpu-${gpuKey}`;
+}

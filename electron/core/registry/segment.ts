@@ -1,0 +1,101 @@
+/**
+ * One open registry segment: reads (a native snapshot decoded by the codec) and the slot writes a
+ * member needs. The buffer is reused: a read costs one native call and one decode.
+ */
+import { RegistryError, type ClaimRequest, type RegistryHelper, type SegmentHandle, type SlotUpdate } from '../../../native/helper.js';
+import { SEGMENT_SIZE, segmentName } from './abi.js';
+import { decodeSegment, type DecodedSegment, type HeaderProblem } from './codec.js';
+
+/** What a member needs of a segment; tests may substitute it. */
+export interface SegmentPort {
+  readonly gpuKey: string;
+  read(): DecodedSegment;
+  claim(request: ClaimRequest): boolean;
+  heartbeat(slot: number, pid: number, bootUs: number, nowUs: number): boolean;
+  update(slot: number, pid: number, bootUs: number, fields: SlotUpdate): boolean;
+  release(slot: number, pid: number, bootUs: number): boolean;
+}
+
+const HEADER_PROBLEM_TEXT: Record<HeaderProblem, string> = {
+  size: 'its size is not 4096 bytes',
+  magic: 'its magic is not "OCGPU"',
+  version: 'its version is not 1',
+  slot_count: 'its slot count is not 16',
+};
+
+/** A header that changed under us after open (someone else rewrote the name's memory). */
+export function headerProblemError(gpuKey: string, problem: HeaderProblem): RegistryError {
+  const code = problem === 'size' ? 'FOREIGN_SIZE' : problem === 'magic' ? 'FOREIGN_MAGIC' : problem === 'version' ? 'FOREIGN_VERSION' : 'FOREIGN_SLOT_COUNT';
+  return new RegistryError(code, `shared-memory segment ${segmentName(gpuKey)} is not a GPU Share registry (ABI v1): ${HEADER_PROBLEM_TEXT[problem]}`);
+}
+
+export class RegistrySegment implements SegmentPort {
+  private readonly buffer = new Uint8Array(SEGMENT_SIZE);
+  private closed = false;
+
+  private constructor(
+    private readonly helper: RegistryHelper,
+    private readonly handle: SegmentHandle,
+    readonly gpuKey: string,
+    readonly created: boolean,
+  ) {}
+
+  /** A joiner: creates the segment if it is missing. */
+  static openForJoin(helper: RegistryHelper, gpuKey: string, mode = 0o600): RegistrySegment {
+    const { handle, created } = helper.open(gpuKey, { create: true, readonly: false, mode });
+    return new RegistrySegment(helper, handle, gpuKey, created);
+  }
+
+  /** An observer: read-only; null when no peer has created the segment yet. */
+  static openForObserve(helper: RegistryHelper, gpuKey: string): RegistrySegment | null {
+    try {
+      const { handle } = helper.open(gpuKey, { create: false, readonly: true });
+      return new RegistrySegment(helper, handle, gpuKey, false);
+    } catch (error) {
+      if (error instanceof RegistryError && error.code === 'NOT_FOUND') return null;
+      throw error;
+    }
+  }
+
+  /** The decoded segment. The decoded slots are copies: they stay valid after the next read. */
+  read(): DecodedSegment {
+    this.assertOpen();
+    const torn = this.helper.snapshot(this.handle, this.buffer);
+    return decodeSegment(this.buffer, torn);
+  }
+
+  /** The raw bytes of the last read (for diagnostics). */
+  lastBytes(): Uint8Array {
+    return this.buffer.slice();
+  }
+
+  claim(request: ClaimRequest): boolean {
+    this.assertOpen();
+    return this.helper.claim(this.handle, request);
+  }
+
+  heartbeat(slot: number, pid: number, bootUs: number, nowUs: number): boolean {
+    this.assertOpen();
+    return this.helper.heartbeat(this.handle, slot, pid, bootUs, nowUs);
+  }
+
+  update(slot: number, pid: number, bootUs: number, fields: SlotUpdate): boolean {
+    this.assertOpen();
+    return this.helper.update(this.handle, slot, pid, bootUs, fields);
+  }
+
+  release(slot: number, pid: number, bootUs: number): boolean {
+    this.assertOpen();
+    return this.helper.release(this.handle, slot, pid, bootUs);
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.helper.close(this.handle);
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new Error(`registry segment ${segmentName(this.gpuKey)} is closed`);
+  }
+}

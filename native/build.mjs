@@ -1,0 +1,72 @@
+#!/usr/bin/env node
+// Builds the registry helper (gpushare.c) into build/native/<platform>-<arch>/ with the platform's
+// C compiler. `--target win32-x64` cross-builds the Windows DLL with mingw-w64 (to prove it
+// compiles on a Linux machine). CC overrides the compiler.
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = join(here, '..');
+
+const LIB_NAMES = { linux: 'libgpushare.so', darwin: 'libgpushare.dylib', win32: 'gpushare.dll' };
+
+function parseTarget(argv) {
+  const i = argv.indexOf('--target');
+  if (i === -1) return `${process.platform}-${process.arch}`;
+  const target = argv[i + 1];
+  if (!target || !/^(linux|darwin|win32)-(x64|arm64)$/.test(target)) {
+    console.error(`build: --target must be <linux|darwin|win32>-<x64|arm64>, got ${JSON.stringify(target)}`);
+    process.exit(2);
+  }
+  return target;
+}
+
+function compilerFor(target) {
+  if (process.env.CC) return { cc: process.env.CC, msvc: /(^|[\\/])cl(\.exe)?$/i.test(process.env.CC) };
+  const host = `${process.platform}-${process.arch}`;
+  if (target === host) {
+    if (process.platform === 'win32') return { cc: hasCommand('cl') ? 'cl' : 'gcc', msvc: hasCommand('cl') };
+    return { cc: 'cc', msvc: false };
+  }
+  if (target === 'win32-x64') return { cc: 'x86_64-w64-mingw32-gcc', msvc: false };
+  if (target === 'linux-arm64') return { cc: 'aarch64-linux-gnu-gcc', msvc: false };
+  console.error(`build: no cross compiler known for ${target} on ${host}; set CC`);
+  process.exit(2);
+}
+
+function hasCommand(cmd) {
+  const probe = process.platform === 'win32' ? spawnSync('where', [cmd]) : spawnSync('sh', ['-c', `command -v ${cmd}`]);
+  return probe.status === 0;
+}
+
+const target = parseTarget(process.argv.slice(2));
+const [platform, arch] = target.split('-');
+const outDir = join(root, 'build', 'native', target);
+const out = join(outDir, LIB_NAMES[platform]);
+const src = join(here, 'gpushare.c');
+mkdirSync(outDir, { recursive: true });
+
+const { cc, msvc } = compilerFor(target);
+let args;
+if (msvc) {
+  args = ['/nologo', '/O2', '/W4', '/WX', '/LD', src, `/Fe:${out}`, `/Fo:${outDir}\\`];
+} else {
+  args = ['-std=c11', '-O2', '-Wall', '-Wextra', '-Werror', '-shared', '-fvisibility=hidden', '-o', out, src];
+  if (platform === 'win32') args.push('-static-libgcc');
+  else args.unshift('-fPIC');
+  if (platform === 'darwin') args.push('-arch', arch === 'arm64' ? 'arm64' : 'x86_64', '-install_name', '@rpath/libgpushare.dylib');
+}
+
+const result = spawnSync(cc, args, { stdio: 'inherit' });
+if (result.error) {
+  console.error(`build: could not run the C compiler '${cc}': ${result.error.message}` +
+    (platform === 'win32' && process.platform !== 'win32' ? ' (install mingw-w64: apt-get install gcc-mingw-w64-x86-64-posix)' : ' (install a C compiler, e.g. apt-get install gcc)'));
+  process.exit(1);
+}
+if (result.status !== 0 || !existsSync(out)) {
+  console.error(`build: ${cc} failed for ${target} (exit ${result.status})`);
+  process.exit(1);
+}
+console.log(`build: ${target} -> ${out}`);

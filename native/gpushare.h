@@ -1,0 +1,174 @@
+/*
+ * gpushare.h — the GPU Share registry, ABI v1.
+ *
+ * One shared-memory segment per physical GPU, 4096 bytes: a 64-byte header and 16 slots of
+ * 128 bytes. POSIX name "/opencoti-gpu-<gpu_key>", Windows "Local\opencoti-gpu-<gpu_key>".
+ * All integers little-endian, naturally aligned. Another program written from the table in
+ * DESIGN.md alone must interoperate with this one, so every offset is asserted below.
+ *
+ * This helper exists because Electron forbids ArrayBuffers over foreign memory: JavaScript never
+ * sees the mapping, only copies made by gs_snapshot() and the few atomic writes below.
+ */
+#ifndef GPUSHARE_H
+#define GPUSHARE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define GS_API __declspec(dllexport)
+#else
+#define GS_API __attribute__((visibility("default")))
+#endif
+
+#define GS_MAGIC "OCGPU"
+#define GS_VERSION 1u
+#define GS_SLOT_COUNT 16u
+#define GS_SEGMENT_SIZE 4096u
+#define GS_HEADER_SIZE 64u
+#define GS_SLOT_SIZE 128u
+#define GS_NAME_SIZE 48u
+#define GS_KEY_MAX 40u
+/* "/opencoti-gpu-" + key + NUL; the Windows prefix "Local\opencoti-gpu-" is longer. */
+#define GS_NAME_MAX 64u
+
+typedef struct gs_header {
+    char magic[8];       /* "OCGPU", NUL-padded */
+    uint32_t version;    /* GS_VERSION */
+    uint32_t slot_count; /* GS_SLOT_COUNT */
+    uint8_t reserved[48];
+} gs_header;
+
+typedef struct gs_slot {
+    uint32_t pid;          /* engine pid; 0 = free; claimed by CAS 0 -> pid (or dead pid -> pid) */
+    uint32_t seq;          /* odd while the owner updates several fields */
+    int64_t boot_us;       /* wall-clock µs when the engine process started */
+    float weight;          /* > 0 */
+    uint32_t active;       /* 1 if it decoded or prefilled within the last 2 s */
+    int64_t heartbeat_us;  /* CLOCK_REALTIME µs, stored atomically every ~500 ms */
+    uint32_t busy_ppm;     /* measured busy fraction, parts per million */
+    uint32_t owner_pid;    /* the process writing this slot (= pid, or its supervisor) */
+    char name[GS_NAME_SIZE]; /* UTF-8, NUL-padded, display only */
+    uint8_t reserved[40];
+} gs_slot;
+
+typedef struct gs_segment_layout {
+    gs_header header;
+    gs_slot slots[GS_SLOT_COUNT];
+} gs_segment_layout;
+
+_Static_assert(sizeof(float) == 4, "f32");
+_Static_assert(offsetof(gs_header, magic) == 0, "header.magic");
+_Static_assert(offsetof(gs_header, version) == 8, "header.version");
+_Static_assert(offsetof(gs_header, slot_count) == 12, "header.slot_count");
+_Static_assert(offsetof(gs_header, reserved) == 16, "header.reserved");
+_Static_assert(sizeof(gs_header) == GS_HEADER_SIZE, "header size");
+_Static_assert(offsetof(gs_slot, pid) == 0, "slot.pid");
+_Static_assert(offsetof(gs_slot, seq) == 4, "slot.seq");
+_Static_assert(offsetof(gs_slot, boot_us) == 8, "slot.boot_us");
+_Static_assert(offsetof(gs_slot, weight) == 16, "slot.weight");
+_Static_assert(offsetof(gs_slot, active) == 20, "slot.active");
+_Static_assert(offsetof(gs_slot, heartbeat_us) == 24, "slot.heartbeat_us");
+_Static_assert(offsetof(gs_slot, busy_ppm) == 32, "slot.busy_ppm");
+_Static_assert(offsetof(gs_slot, owner_pid) == 36, "slot.owner_pid");
+_Static_assert(offsetof(gs_slot, name) == 40, "slot.name");
+_Static_assert(offsetof(gs_slot, reserved) == 88, "slot.reserved");
+_Static_assert(sizeof(gs_slot) == GS_SLOT_SIZE, "slot size");
+_Static_assert(offsetof(gs_segment_layout, slots) == GS_HEADER_SIZE, "first slot");
+_Static_assert(sizeof(gs_segment_layout) == GS_HEADER_SIZE + GS_SLOT_COUNT * GS_SLOT_SIZE, "layout");
+_Static_assert(sizeof(gs_segment_layout) <= GS_SEGMENT_SIZE, "segment size");
+
+/*
+ * Status codes. Each says what the caller does next.
+ */
+enum {
+    /* Done. */
+    GS_OK = 0,
+    /* A compare-and-swap lost a race or the slot is no longer ours: re-read and decide again. */
+    GS_LOST = 1,
+    /* Bad argument (null handle, bad key, slot out of range): a bug in the caller; fix the call. */
+    GS_ERR_ARG = -1,
+    /* The segment does not exist (open without GS_OPEN_CREATE): nobody has joined yet. */
+    GS_ERR_NOT_FOUND = -2,
+    /* The OS refused access (permissions, another user's segment): report it; do not retry. */
+    GS_ERR_ACCESS = -3,
+    /* Another OS failure (see gs_last_os_error): report it with the OS code. */
+    GS_ERR_OS = -4,
+    /* Foreign segment: wrong size. Never written; report it and leave it alone. */
+    GS_ERR_FOREIGN_SIZE = -5,
+    /* Foreign segment: wrong magic. Never written. */
+    GS_ERR_FOREIGN_MAGIC = -6,
+    /* Foreign segment: wrong version. Never written. */
+    GS_ERR_FOREIGN_VERSION = -7,
+    /* Foreign segment: wrong slot count. Never written. */
+    GS_ERR_FOREIGN_SLOT_COUNT = -8,
+    /* Opened read-only: writes are refused; open read-write to join. */
+    GS_ERR_READONLY = -9
+};
+
+/* gs_open flags */
+#define GS_OPEN_CREATE 1u   /* create the segment (exclusively, then initialise) if it is missing */
+#define GS_OPEN_READONLY 2u /* map read-only: an observer that never joins */
+
+typedef struct gs_segment gs_segment;
+
+/*
+ * Open the segment of gpu_key (only [A-Za-z0-9._-], 1..40 chars). With GS_OPEN_CREATE a missing
+ * segment is created exclusively with `mode` (0600 when 0) and its header initialised. An
+ * existing segment is validated (size, magic, version, slot count) through a read-only mapping
+ * first and is never written when it does not match. *created is set to 1 when this call
+ * created it. Returns GS_OK or a GS_ERR_* code.
+ */
+GS_API int32_t gs_open(const char *gpu_key, uint32_t flags, uint32_t mode, gs_segment **out,
+                       int32_t *created);
+GS_API void gs_close(gs_segment *seg);
+/* The OS error (errno or GetLastError) of the last failing call on this thread. */
+GS_API int32_t gs_last_os_error(void);
+/* Remove the segment's name (POSIX shm_unlink; a no-op on Windows). For tests and tools only:
+ * the last leaver never unlinks. */
+GS_API int32_t gs_unlink(const char *gpu_key);
+
+/* CLOCK_REALTIME in µs: the one wall clock all peers share. */
+GS_API int64_t gs_wall_us(void);
+
+/*
+ * Copy the whole segment into buf (len >= GS_SEGMENT_SIZE). Each slot is copied under its seq:
+ * a slot whose seq is odd or changes during the copy is retried up to `retries` times; if it is
+ * still torn its bit (1 << i) is set in *torn_mask and its bytes must be ignored.
+ */
+GS_API int32_t gs_snapshot(gs_segment *seg, uint8_t *buf, uint32_t len, uint32_t retries,
+                           uint32_t *torn_mask);
+
+/*
+ * Claim slot `slot` by compare-and-swap of its pid from expected_pid (0 for a free slot, or the
+ * pid of a slot the caller judged dead) to pid. For a dead slot the heartbeat must still equal
+ * expected_heartbeat_us (a slot that came back to life is not taken). On success every field is
+ * written under the seq bracket and the heartbeat set to now_us. Returns GS_OK or GS_LOST.
+ */
+GS_API int32_t gs_claim(gs_segment *seg, uint32_t slot, uint32_t expected_pid,
+                        int64_t expected_heartbeat_us, uint32_t pid, uint32_t owner_pid,
+                        int64_t boot_us, float weight, uint32_t active, const char *name,
+                        int64_t now_us);
+
+/* Store the heartbeat atomically if the slot still holds (pid, boot_us); GS_LOST otherwise:
+ * the caller was presumed dead and must join again. */
+GS_API int32_t gs_heartbeat(gs_segment *seg, uint32_t slot, uint32_t pid, int64_t boot_us,
+                            int64_t now_us);
+
+/* Seq-bracketed update of the mutable fields of our slot; GS_LOST when it is no longer ours.
+ * name may be NULL to keep the current one. */
+GS_API int32_t gs_update(gs_segment *seg, uint32_t slot, uint32_t pid, int64_t boot_us,
+                         float weight, uint32_t active, uint32_t busy_ppm, uint32_t owner_pid,
+                         const char *name);
+
+/* Release our slot: clear it under the seq bracket, then CAS the pid back to 0. */
+GS_API int32_t gs_release(gs_segment *seg, uint32_t slot, uint32_t pid, int64_t boot_us);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,244 @@
+/**
+ * The koffi binding of the registry helper (gpushare.c). This is the only file that calls into the
+ * helper; it maps its status codes to typed results and errors, and finds the library for this
+ * platform (the packaged resources folder, then the development build folder).
+ */
+import koffi from 'koffi';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** Status codes of gpushare.h; each says what the caller does next. */
+export const HelperStatus = {
+  /** Done. */
+  OK: 0,
+  /** A CAS lost a race, or the slot is no longer ours: re-read and decide again. */
+  LOST: 1,
+  /** A bug in the caller (bad key, slot out of range): fix the call. */
+  ERR_ARG: -1,
+  /** No segment yet (opened without create): nobody has joined; treat as an empty registry. */
+  ERR_NOT_FOUND: -2,
+  /** The OS refused access: report it; retrying will not help. */
+  ERR_ACCESS: -3,
+  /** Another OS failure: report it with the OS error code. */
+  ERR_OS: -4,
+  /** Foreign segment (size, magic, version, slot count): never written; report and leave it. */
+  ERR_FOREIGN_SIZE: -5,
+  ERR_FOREIGN_MAGIC: -6,
+  ERR_FOREIGN_VERSION: -7,
+  ERR_FOREIGN_SLOT_COUNT: -8,
+  /** Opened read-only: open read-write to join. */
+  ERR_READONLY: -9,
+} as const;
+
+export type RegistryErrorCode =
+  | 'BAD_ARGUMENT'
+  | 'NOT_FOUND'
+  | 'ACCESS_DENIED'
+  | 'OS_ERROR'
+  | 'FOREIGN_SIZE'
+  | 'FOREIGN_MAGIC'
+  | 'FOREIGN_VERSION'
+  | 'FOREIGN_SLOT_COUNT'
+  | 'READ_ONLY'
+  | 'REGISTRY_FULL'
+  | 'HELPER_MISSING';
+
+export class RegistryError extends Error {
+  constructor(
+    readonly code: RegistryErrorCode,
+    message: string,
+    readonly osError: number | null = null,
+  ) {
+    super(message);
+    this.name = 'RegistryError';
+  }
+}
+
+const FOREIGN_DETAIL: Record<number, [RegistryErrorCode, string]> = {
+  [HelperStatus.ERR_FOREIGN_SIZE]: ['FOREIGN_SIZE', 'its size is not 4096 bytes'],
+  [HelperStatus.ERR_FOREIGN_MAGIC]: ['FOREIGN_MAGIC', 'its magic is not "OCGPU"'],
+  [HelperStatus.ERR_FOREIGN_VERSION]: ['FOREIGN_VERSION', 'its version is not 1'],
+  [HelperStatus.ERR_FOREIGN_SLOT_COUNT]: ['FOREIGN_SLOT_COUNT', 'its slot count is not 16'],
+};
+
+/** Turn a failing status into a RegistryError that says what happened and what to do. */
+export function statusError(status: number, segment: string, osError: number): RegistryError {
+  const foreign = FOREIGN_DETAIL[status];
+  if (foreign !== undefined) {
+    return new RegistryError(
+      foreign[0],
+      `shared-memory segment ${segment} is not a GPU Share registry (ABI v1): ${foreign[1]}; ` +
+        'it was left untouched. Another program owns that name, or an incompatible version of GPU Share created it.',
+    );
+  }
+  switch (status) {
+    case HelperStatus.ERR_ARG:
+      return new RegistryError('BAD_ARGUMENT', `invalid argument for ${segment}`);
+    case HelperStatus.ERR_NOT_FOUND:
+      return new RegistryError('NOT_FOUND', `shared-memory segment ${segment} does not exist (no peer has joined)`);
+    case HelperStatus.ERR_ACCESS:
+      return new RegistryError('ACCESS_DENIED', `access to shared-memory segment ${segment} was denied (OS error ${osError}): it belongs to another user`, osError);
+    case HelperStatus.ERR_READONLY:
+      return new RegistryError('READ_ONLY', `shared-memory segment ${segment} was opened read-only`);
+    default:
+      return new RegistryError('OS_ERROR', `shared-memory segment ${segment}: OS error ${osError} (status ${status})`, osError);
+  }
+}
+
+/** An open segment; only the helper can use it. */
+export interface SegmentHandle {
+  readonly __segment: unique symbol;
+}
+
+export interface OpenOptions {
+  /** Create the segment if missing (a joiner); an observer does not. */
+  create: boolean;
+  /** Map read-only (an observer). */
+  readonly: boolean;
+  /** Permission bits for a created segment; 0o600 by default. */
+  mode?: number;
+}
+
+export interface ClaimRequest {
+  slot: number;
+  /** 0 for a free slot, or the pid of a slot judged dead. */
+  expectedPid: number;
+  /** For a dead slot: the heartbeat it was judged dead on. */
+  expectedHeartbeatUs: number;
+  pid: number;
+  ownerPid: number;
+  bootUs: number;
+  weight: number;
+  active: boolean;
+  name: string;
+  nowUs: number;
+}
+
+export interface SlotUpdate {
+  weight: number;
+  active: boolean;
+  busyPpm: number;
+  ownerPid: number;
+  /** undefined keeps the stored name. */
+  name?: string;
+}
+
+/** The helper's operations, typed. Methods returning boolean: false = GS_LOST. */
+export interface RegistryHelper {
+  readonly libraryPath: string;
+  open(gpuKey: string, options: OpenOptions): { handle: SegmentHandle; created: boolean };
+  close(handle: SegmentHandle): void;
+  unlink(gpuKey: string): void;
+  wallUs(): number;
+  /** Copies the segment into buf (≥ 4096 bytes); returns the torn-slot mask. */
+  snapshot(handle: SegmentHandle, buf: Uint8Array, retries?: number): number;
+  claim(handle: SegmentHandle, request: ClaimRequest): boolean;
+  heartbeat(handle: SegmentHandle, slot: number, pid: number, bootUs: number, nowUs: number): boolean;
+  update(handle: SegmentHandle, slot: number, pid: number, bootUs: number, fields: SlotUpdate): boolean;
+  release(handle: SegmentHandle, slot: number, pid: number, bootUs: number): boolean;
+}
+
+const LIBRARY_FILE: Partial<Record<NodeJS.Platform, string>> = {
+  linux: 'libgpushare.so',
+  darwin: 'libgpushare.dylib',
+  win32: 'gpushare.dll',
+};
+
+/** Where the helper may be, in order: $GPU_SHARE_NATIVE_DIR, the packaged app's resources, the
+ *  development build folder. */
+export function helperCandidates(): string[] {
+  const file = LIBRARY_FILE[process.platform] ?? 'libgpushare.so';
+  const target = `${process.platform}-${process.arch}`;
+  const candidates: string[] = [];
+  const override = process.env['GPU_SHARE_NATIVE_DIR'];
+  if (override) candidates.push(join(override, file));
+  const resources = (process as NodeJS.Process & { resourcesPath?: string }).resourcesPath;
+  if (resources) candidates.push(join(resources, 'native', target, file));
+  // This file runs from native/ (sources) or dist/native/ (built): look for the repo root.
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 4; i++) {
+    candidates.push(join(dir, 'build', 'native', target, file));
+    dir = dirname(dir);
+  }
+  return candidates;
+}
+
+let loaded: RegistryHelper | null = null;
+
+export function loadRegistryHelper(): RegistryHelper {
+  if (loaded) return loaded;
+  const candidates = helperCandidates();
+  const libraryPath = candidates.find((path) => existsSync(path));
+  if (libraryPath === undefined) {
+    throw new RegistryError(
+      'HELPER_MISSING',
+      `the native registry helper is missing; tried:\n  ${candidates.join('\n  ')}\nbuild it with: npm run build:native`,
+    );
+  }
+  loaded = bind(libraryPath);
+  return loaded;
+}
+
+type Handle = SegmentHandle;
+
+function bind(libraryPath: string): RegistryHelper {
+  const lib = koffi.load(libraryPath);
+  koffi.opaque('gs_segment');
+  const gsOpen = lib.func('int32_t gs_open(const char *key, uint32_t flags, uint32_t mode, _Out_ gs_segment **out, _Out_ int32_t *created)') as (
+    key: string, flags: number, mode: number, out: [Handle | null], created: [number]) => number;
+  const gsClose = lib.func('void gs_close(gs_segment *seg)') as (seg: Handle) => void;
+  const gsLastOsError = lib.func('int32_t gs_last_os_error(void)') as () => number;
+  const gsUnlink = lib.func('int32_t gs_unlink(const char *key)') as (key: string) => number;
+  const gsWallUs = lib.func('int64_t gs_wall_us(void)') as () => number | bigint;
+  const gsSnapshot = lib.func('int32_t gs_snapshot(gs_segment *seg, _Inout_ uint8_t *buf, uint32_t len, uint32_t retries, _Out_ uint32_t *torn)') as (
+    seg: Handle, buf: Uint8Array, len: number, retries: number, torn: [number]) => number;
+  const gsClaim = lib.func('int32_t gs_claim(gs_segment *seg, uint32_t slot, uint32_t expected_pid, int64_t expected_hb, uint32_t pid, uint32_t owner_pid, int64_t boot_us, float weight, uint32_t active, const char *name, int64_t now_us)') as (
+    seg: Handle, slot: number, expectedPid: number, expectedHb: number, pid: number, ownerPid: number, bootUs: number, weight: number, active: number, name: string, nowUs: number) => number;
+  const gsHeartbeat = lib.func('int32_t gs_heartbeat(gs_segment *seg, uint32_t slot, uint32_t pid, int64_t boot_us, int64_t now_us)') as (
+    seg: Handle, slot: number, pid: number, bootUs: number, nowUs: number) => number;
+  const gsUpdate = lib.func('int32_t gs_update(gs_segment *seg, uint32_t slot, uint32_t pid, int64_t boot_us, float weight, uint32_t active, uint32_t busy_ppm, uint32_t owner_pid, const char *name)') as (
+    seg: Handle, slot: number, pid: number, bootUs: number, weight: number, active: number, busyPpm: number, ownerPid: number, name: string | null) => number;
+  const gsRelease = lib.func('int32_t gs_release(gs_segment *seg, uint32_t slot, uint32_t pid, int64_t boot_us)') as (
+    seg: Handle, slot: number, pid: number, bootUs: number) => number;
+
+  const segment = (key: string): string => `/opencoti-gpu-${key}`;
+  const handled = (status: number, what: string): boolean => {
+    if (status === HelperStatus.OK) return true;
+    if (status === HelperStatus.LOST) return false;
+    throw statusError(status, what, gsLastOsError());
+  };
+  const tornOut: [number] = [0];
+
+  return {
+    libraryPath,
+    open(gpuKey, options) {
+      const out: [Handle | null] = [null];
+      const created: [number] = [0];
+      const flags = (options.create ? 1 : 0) | (options.readonly ? 2 : 0);
+      const status = gsOpen(gpuKey, flags, options.mode ?? 0o600, out, created);
+      if (status !== HelperStatus.OK || out[0] === null) throw statusError(status, segment(gpuKey), gsLastOsError());
+      return { handle: out[0], created: created[0] === 1 };
+    },
+    close: (handle) => gsClose(handle),
+    unlink(gpuKey) {
+      const status = gsUnlink(gpuKey);
+      if (status !== HelperStatus.OK && status !== HelperStatus.ERR_NOT_FOUND) throw statusError(status, segment(gpuKey), gsLastOsError());
+    },
+    wallUs: () => Number(gsWallUs()),
+    snapshot(handle, buf, retries = 16) {
+      const status = gsSnapshot(handle, buf, buf.byteLength, retries, tornOut);
+      if (status !== HelperStatus.OK) throw statusError(status, 'snapshot', gsLastOsError());
+      return tornOut[0];
+    },
+    claim: (handle, r) =>
+      handled(
+        gsClaim(handle, r.slot, r.expectedPid, r.expectedHeartbeatUs, r.pid, r.ownerPid, r.bootUs, r.weight, r.active ? 1 : 0, r.name, r.nowUs),
+        'claim',
+      ),
+    heartbeat: (handle, slot, pid, bootUs, nowUs) => handled(gsHeartbeat(handle, slot, pid, bootUs, nowUs), 'heartbeat'),
+    update: (handle, slot, pid, bootUs, f) =>
+      handled(gsUpdate(handle, slot, pid, bootUs, f.weight, f.active ? 1 : 0, Math.round(f.busyPpm), f.ownerPid, f.name ?? null), 'update'),
+    release: (handle, slot, pid, bootUs) => handled(gsRelease(handle, slot, pid, bootUs), 'release'),
+  };
+}
