@@ -428,7 +428,11 @@ static void seq_end(volatile gs_slot *s, uint32_t v) {
 
 static void write_name(volatile gs_slot *s, const char *name) {
     size_t n = name ? strlen(name) : 0;
-    if (n > GS_NAME_SIZE - 1) n = GS_NAME_SIZE - 1; /* always NUL-terminated */
+    if (n > GS_NAME_SIZE - 1) {
+        n = GS_NAME_SIZE - 1; /* always NUL-terminated */
+        /* cut at a UTF-8 character boundary, not inside a character */
+        while (n > 0 && ((unsigned char)name[n] & 0xC0u) == 0x80u) n--;
+    }
     for (size_t i = 0; i < GS_NAME_SIZE; i++) s->name[i] = i < n ? name[i] : 0;
 }
 

@@ -64,9 +64,10 @@ export class RegistrySegment implements SegmentPort {
     return decodeSegment(this.buffer, torn);
   }
 
-  /** The raw bytes of the last read (for diagnostics). */
-  lastBytes(): Uint8Array {
-    return this.buffer.slice();
+  /** Copy the raw segment into buf (≥ 4096 bytes); returns the torn-slot mask. */
+  snapshotInto(buf: Uint8Array): number {
+    this.assertOpen();
+    return this.helper.snapshot(this.handle, buf);
   }
 
   claim(request: ClaimRequest): boolean {

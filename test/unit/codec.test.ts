@@ -1,0 +1,82 @@
+import { describe, expect, it } from 'vitest';
+import { SEGMENT_SIZE, slotOffset, SLOT_OFFSET } from '../../electron/core/registry/abi.js';
+import { decodeName, decodeSegment, encodeEmptySegment, encodeSlot, sanitiseWeight } from '../../electron/core/registry/codec.js';
+
+describe('codec', () => {
+  it('decodes what encodeSlot wrote, field by field', () => {
+    const bytes = encodeEmptySegment();
+    encodeSlot(bytes, 3, { pid: 77, seq: 4, bootUs: 123, weight: 1.5, active: true, heartbeatUs: 999, busyPpm: 250_000, ownerPid: 78, name: 'qwen-chat' });
+    const decoded = decodeSegment(bytes);
+    expect(decoded.headerProblem).toBeNull();
+    expect(decoded.slots).toEqual([
+      { slot: 3, pid: 77, seq: 4, bootUs: 123, weight: 1.5, weightSanitised: false, active: true, heartbeatUs: 999, busyPpm: 250_000, ownerPid: 78, name: 'qwen-chat' },
+    ]);
+    expect(decoded.free).toHaveLength(15);
+    expect(decoded.free).not.toContain(3);
+  });
+
+  it('reports each header problem and decodes nothing past it', () => {
+    const wrongMagic = encodeEmptySegment();
+    wrongMagic[0] = 'X'.charCodeAt(0);
+    expect(decodeSegment(wrongMagic).headerProblem).toBe('magic');
+    const wrongVersion = encodeEmptySegment();
+    new DataView(wrongVersion.buffer).setUint32(8, 2, true);
+    expect(decodeSegment(wrongVersion).headerProblem).toBe('version');
+    const wrongSlots = encodeEmptySegment();
+    new DataView(wrongSlots.buffer).setUint32(12, 32, true);
+    expect(decodeSegment(wrongSlots).headerProblem).toBe('slot_count');
+    expect(decodeSegment(new Uint8Array(100)).headerProblem).toBe('size');
+    const trailingGarbageInMagic = encodeEmptySegment();
+    trailingGarbageInMagic[6] = 1;
+    expect(decodeSegment(trailingGarbageInMagic).headerProblem).toBe('magic');
+  });
+
+  it('skips a slot whose seq is odd or that the snapshot reported torn, keeping pid and heartbeat', () => {
+    const bytes = encodeEmptySegment();
+    encodeSlot(bytes, 0, { pid: 10, seq: 7, heartbeatUs: 5 });
+    encodeSlot(bytes, 1, { pid: 11, seq: 2, heartbeatUs: 6 });
+    encodeSlot(bytes, 2, { pid: 12, seq: 2, heartbeatUs: 7 });
+    const decoded = decodeSegment(bytes, 1 << 2);
+    expect(decoded.slots.map((s) => s.pid)).toEqual([11]);
+    expect(decoded.torn).toEqual([
+      { slot: 0, pid: 10, heartbeatUs: 5 },
+      { slot: 2, pid: 12, heartbeatUs: 7 },
+    ]);
+  });
+
+  it('sanitises weights that are NaN, infinite, ≤ 0 or absurd', () => {
+    expect(sanitiseWeight(Number.NaN)).toEqual({ weight: 1, sanitised: true });
+    expect(sanitiseWeight(Number.POSITIVE_INFINITY)).toEqual({ weight: 1, sanitised: true });
+    expect(sanitiseWeight(Number.NEGATIVE_INFINITY)).toEqual({ weight: 1, sanitised: true });
+    expect(sanitiseWeight(0)).toEqual({ weight: 1, sanitised: true });
+    expect(sanitiseWeight(-2)).toEqual({ weight: 1, sanitised: true });
+    expect(sanitiseWeight(1e-30)).toEqual({ weight: 0.01, sanitised: true });
+    expect(sanitiseWeight(3e38)).toEqual({ weight: 100, sanitised: true });
+    expect(sanitiseWeight(2)).toEqual({ weight: 2, sanitised: false });
+  });
+
+  it('turns names into display text: invalid UTF-8 replaced, control characters removed, no NUL needed', () => {
+    expect(decodeName(new Uint8Array([0x68, 0xc3, 0xa9, 0, 0x41]))).toBe('hé');
+    expect(decodeName(new Uint8Array([0xff, 0xfe, 0x41]))).toBe('\ufffd\ufffdA');
+    expect(decodeName(new Uint8Array([0x41, 0x0a, 0x1b, 0x42]))).toBe('A\ufffd\ufffdB');
+    const full = new Uint8Array(48).fill(0x61);
+    expect(decodeName(full)).toBe('a'.repeat(48));
+  });
+
+  it('counts any non-zero active word as active and clamps busy_ppm', () => {
+    const bytes = encodeEmptySegment();
+    encodeSlot(bytes, 0, { pid: 1, active: 0xff, busyPpm: 0xffffffff });
+    const [slot] = decodeSegment(bytes).slots;
+    expect(slot?.active).toBe(true);
+    expect(slot?.busyPpm).toBe(1_000_000);
+  });
+
+  it('reads a heartbeat stored as a little-endian i64 at offset 24', () => {
+    const bytes = new Uint8Array(SEGMENT_SIZE);
+    bytes.set(encodeEmptySegment());
+    const view = new DataView(bytes.buffer);
+    view.setUint32(slotOffset(5) + SLOT_OFFSET.pid, 9, true);
+    view.setBigInt64(slotOffset(5) + SLOT_OFFSET.heartbeat_us, 1_796_000_000_000_123n, true);
+    expect(decodeSegment(bytes).slots[0]?.heartbeatUs).toBe(1_796_000_000_000_123);
+  });
+});
