@@ -3,9 +3,9 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts', 'electron/**/*.test.ts'],
-    // Integration tests start real processes that share real segments; unique keys keep them
-    // apart, but two cores are all we have, so files run two at a time.
-    maxWorkers: 2,
+    // Integration tests start real processes and measure timing (liveness ages, pacing ratios on
+    // one pinned core); files running side by side on a two-core machine would skew each other.
+    fileParallelism: false,
     testTimeout: 30_000,
     hookTimeout: 30_000,
   },

@@ -6,6 +6,8 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { RegistryError, loadRegistryHelper } from '../native/helper.js';
 import { runJoin } from './core/commands/join.js';
 import { runPeers } from './core/commands/peers.js';
+import { runPaced } from './core/commands/run.js';
+import { loadProcessControl } from '../native/process-control.js';
 import { processIo } from './core/commands/io.js';
 import { checkGpuKey, checkIntervalMs, checkName, checkWeight, type Checked } from './core/registry/validate.js';
 
@@ -29,6 +31,7 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
   const program = new Command('gpu-share')
     .description('Share one GPU between local LLM engines: registry, pacer and VRAM planner.')
     .showHelpAfterError(false)
+    .enablePositionalOptions()
     .exitOverride();
 
   program
@@ -67,6 +70,21 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
           loadRegistryHelper(),
         ),
       ),
+    );
+
+  program
+    .command('run')
+    .description('start a command as a paced peer: suspended outside its TDM window while others are busy')
+    .usage('--gpu-key <key> [--weight <w>] [--name <name>] -- <command> [args...]')
+    .addOption(gpuKeyOption())
+    .addOption(new Option('--weight <w>', 'weight of the command').argParser(parser(checkWeight)).default(1))
+    .addOption(new Option('--name <name>', 'display name (default: the command name)').argParser(parser(checkName)))
+    .argument('<command>', 'the command to run (after --)')
+    .argument('[args...]', 'its arguments')
+    .passThroughOptions()
+    .exitOverride()
+    .action((command: string, args: string[], opts: { gpuKey: string; weight: number; name?: string }) =>
+      run(async () => runPaced({ gpuKey: opts.gpuKey, weight: opts.weight, name: opts.name, command, args }, processIo, loadRegistryHelper(), await loadProcessControl())),
     );
 
   return program;

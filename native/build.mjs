@@ -49,24 +49,37 @@ const src = join(here, 'gpushare.c');
 mkdirSync(outDir, { recursive: true });
 
 const { cc, msvc } = compilerFor(target);
-let args;
-if (msvc) {
-  args = ['/nologo', '/O2', '/W4', '/WX', '/LD', src, `/Fe:${out}`, `/Fo:${outDir}\\`];
-} else {
-  args = ['-std=c11', '-O2', '-Wall', '-Wextra', '-Werror', '-shared', '-fvisibility=hidden', '-o', out, src];
-  if (platform === 'win32') args.push('-static-libgcc');
-  else args.unshift('-fPIC');
-  if (platform === 'darwin') args.push('-arch', arch === 'arm64' ? 'arm64' : 'x86_64', '-install_name', '@rpath/libgpushare.dylib');
+const exe = platform === 'win32' ? '.exe' : '';
+
+/** One compiler run; exits the script with a clear message when it fails. */
+function compile(src, out, shared) {
+  let args;
+  if (msvc) {
+    args = ['/nologo', '/O2', '/W4', '/WX', shared ? '/LD' : '', src, `/Fe:${out}`, `/Fo:${outDir}\\`].filter(Boolean);
+  } else {
+    args = ['-std=c11', '-O2', '-Wall', '-Wextra', '-Werror', '-o', out, src];
+    if (shared) args.unshift('-shared', '-fvisibility=hidden');
+    if (platform === 'win32') args.push('-static-libgcc');
+    else if (shared) args.unshift('-fPIC');
+    if (platform === 'darwin') {
+      args.push('-arch', arch === 'arm64' ? 'arm64' : 'x86_64');
+      if (shared) args.push('-install_name', '@rpath/libgpushare.dylib');
+    }
+  }
+  const result = spawnSync(cc, args, { stdio: 'inherit' });
+  if (result.error) {
+    console.error(`build: could not run the C compiler '${cc}': ${result.error.message}` +
+      (platform === 'win32' && process.platform !== 'win32' ? ' (install mingw-w64: apt-get install gcc-mingw-w64-x86-64-posix)' : ' (install a C compiler, e.g. apt-get install gcc)'));
+    process.exit(1);
+  }
+  if (result.status !== 0 || !existsSync(out)) {
+    console.error(`build: ${cc} failed on ${src} for ${target} (exit ${result.status})`);
+    process.exit(1);
+  }
+  console.log(`build: ${target} -> ${out}`);
 }
 
-const result = spawnSync(cc, args, { stdio: 'inherit' });
-if (result.error) {
-  console.error(`build: could not run the C compiler '${cc}': ${result.error.message}` +
-    (platform === 'win32' && process.platform !== 'win32' ? ' (install mingw-w64: apt-get install gcc-mingw-w64-x86-64-posix)' : ' (install a C compiler, e.g. apt-get install gcc)'));
-  process.exit(1);
-}
-if (result.status !== 0 || !existsSync(out)) {
-  console.error(`build: ${cc} failed for ${target} (exit ${result.status})`);
-  process.exit(1);
-}
-console.log(`build: ${target} -> ${out}`);
+// The registry helper (loaded with koffi) and the watchdog that resumes paced engines when their
+// supervisor dies.
+compile(src, out, true);
+compile(join(here, 'watchdog.c'), join(outDir, `gpushare-watchdog${exe}`), false);

@@ -30,6 +30,9 @@ export async function runJoin(options: JoinOptions, io: CommandIo, helper: Regis
     active: options.active,
   });
   const slot = member.join();
+  // Listen for SIGINT/SIGTERM before announcing ourselves: a supervisor may stop us the moment it
+  // reads the boot line, and the slot must be freed then too.
+  const stopped = untilStopSignal();
   const alive = new RegistryObserver(clock, false).peers(segment).length;
   io.out(bootLogLine(options.gpuKey, slot, options.weight, alive));
 
@@ -56,7 +59,7 @@ export async function runJoin(options: JoinOptions, io: CommandIo, helper: Regis
       }, options.intervalMs)
     : null;
 
-  await Promise.race([untilStopSignal(), failed]);
+  await Promise.race([stopped, failed]);
   heartbeat.stop();
   if (watch) clearInterval(watch);
   if (failure === null) member.leave();

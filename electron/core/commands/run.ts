@@ -1,0 +1,145 @@
+/**
+ * `gpu-share run -- <command>`: start any command as a paced peer through the process gate. We
+ * hold its slot (pid = the command, owner_pid = us), suspend and resume it at window edges,
+ * forward SIGINT/SIGTERM/SIGHUP to it, and exit with its exit code. The watchdog resumes it if we
+ * are killed outright.
+ */
+import { spawn } from 'node:child_process';
+import { basename } from 'node:path';
+import { constants as osConstants } from 'node:os';
+import type { RegistryHelper } from '../../../native/helper.js';
+import type { ProcessControl } from '../../../native/process-control.js';
+import { systemClock } from '../clock.js';
+import { segmentName } from '../registry/abi.js';
+import { RegistryMember, startHeartbeat } from '../registry/member.js';
+import { RegistryObserver } from '../registry/observer.js';
+import { RegistrySegment } from '../registry/segment.js';
+import { bootLogLine } from '../registry/view.js';
+import { ProcessGate, cpuActivity } from '../pacer/process-gate.js';
+import { startWatchdog } from '../pacer/watchdog.js';
+import type { CommandIo } from './io.js';
+
+export interface RunOptions {
+  gpuKey: string;
+  weight: number;
+  name: string | undefined;
+  command: string;
+  args: string[];
+}
+
+const FORWARDED: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+/** How long a command runs unpaced after a forwarded signal, to act on it. */
+const SIGNAL_GRACE_MS = 2_000;
+
+/** The shell's convention: 128 + signal number for a child killed by a signal. */
+export function exitCodeOf(code: number | null, signal: NodeJS.Signals | null): number {
+  if (code !== null) return code;
+  const number = signal === null ? undefined : osConstants.signals[signal];
+  return number === undefined ? 1 : 128 + number;
+}
+
+export async function runPaced(options: RunOptions, io: CommandIo, helper: RegistryHelper, control: ProcessControl): Promise<number> {
+  const clock = systemClock(() => helper.wallUs());
+  const segment = RegistrySegment.openForJoin(helper, options.gpuKey);
+  const child = spawn(options.command, options.args, { stdio: 'inherit' });
+  const spawned = await new Promise<Error | null>((resolve) => {
+    child.once('spawn', () => resolve(null));
+    child.once('error', (error) => resolve(error));
+  });
+  if (spawned !== null || child.pid === undefined) {
+    segment.close();
+    io.err(`gpu-share: cannot start ${JSON.stringify(options.command)}: ${spawned?.message ?? 'no pid'}`);
+    return 127;
+  }
+  const pid = child.pid;
+  const exited = new Promise<number>((resolve) => child.once('exit', (code, signal) => resolve(exitCodeOf(code, signal))));
+
+  let gate: ProcessGate | null = null;
+  let member: RegistryMember | null = null;
+  let repace: NodeJS.Timeout | null = null;
+  const forward = (signal: NodeJS.Signals): void => {
+    // A stopped process cannot act on a signal: let it run, pass the signal on, and give it time
+    // to act before pacing it again (it may ignore the signal, or treat SIGHUP as "reload").
+    gate?.remove(pid);
+    child.kill(signal);
+    if (repace !== null) clearTimeout(repace);
+    repace = setTimeout(() => {
+      if (gate !== null && member !== null) gate.add(pid, member);
+    }, SIGNAL_GRACE_MS);
+  };
+  // Installed before anything is announced: a signal from now on reaches the command.
+  for (const signal of FORWARDED) process.on(signal, forward);
+  const cleanupSignals = (): void => {
+    if (repace !== null) clearTimeout(repace);
+    for (const signal of FORWARDED) process.off(signal, forward);
+  };
+
+  const paced = new RegistryMember(segment, clock, {
+    pid,
+    ownerPid: process.pid,
+    bootUs: clock.wallUs(),
+    name: options.name ?? basename(options.command).slice(0, 47),
+    weight: options.weight,
+    active: false,
+  });
+  member = paced;
+  let slot: number;
+  try {
+    slot = paced.join();
+  } catch (error) {
+    // No slot: the command runs unpaced rather than not at all; say so.
+    io.err(`gpu-share: ${error instanceof Error ? error.message : String(error)}; running ${options.command} unpaced`);
+    const code = await exited;
+    cleanupSignals();
+    segment.close();
+    return code;
+  }
+  const observer = new RegistryObserver(clock, false);
+  io.err(bootLogLine(options.gpuKey, slot, options.weight, observer.peers(segment).length));
+
+  const watchdog = startWatchdog();
+  const watcher = new RegistryObserver(clock, true);
+  const pacer = new ProcessGate({
+    clock,
+    control,
+    activity: cpuActivity(control),
+    peers: () => watcher.peers(segment),
+    watchdog,
+  });
+  pacer.add(pid, paced);
+  gate = pacer;
+  // Whatever happens to us from here on, the command is not left stopped.
+  const resumeOnExit = (): void => pacer.stopAll();
+  process.on('exit', resumeOnExit);
+
+  let timer: NodeJS.Timeout | null = null;
+  const loop = (): void => {
+    let nextUs = 50_000;
+    try {
+      nextUs = pacer.step();
+    } catch (error) {
+      io.err(`gpu-share: pacing error, running unpaced: ${error instanceof Error ? error.message : String(error)}`);
+      pacer.stopAll();
+      return;
+    }
+    timer = setTimeout(loop, nextUs / 1000);
+  };
+  timer = setTimeout(loop, 1);
+
+  const heartbeat = startHeartbeat(paced, (result) => {
+    if (result === 'rejoined') io.err(`gpu-share: slot was reclaimed; rejoined ${segmentName(options.gpuKey)} slot ${paced.slot}`);
+    else if (result instanceof Error) io.err(`gpu-share: heartbeat failed: ${result.message}`);
+  });
+
+
+  const code = await exited;
+  cleanupSignals();
+  if (timer !== null) clearTimeout(timer);
+  heartbeat.stop();
+  pacer.remove(pid);
+  paced.leave();
+  watchdog.close();
+  segment.close();
+  process.off('exit', resumeOnExit);
+  return code;
+}

@@ -1,0 +1,108 @@
+/**
+ * The cooperative gate, for engines that call it after every decode step. It returns at once when
+ * the caller is alone, when every other peer is idle, or when the caller is inside its window;
+ * otherwise it sleeps exactly until its next window starts. It also keeps the caller's `active`
+ * flag and `busy_ppm` up to date in the registry. Clock and sleep are injected.
+ */
+import type { Clock } from '../clock.js';
+import type { AlivePeer } from '../registry/view.js';
+import { BusyMeter } from './busy.js';
+import { buildSchedule, usUntilWindow, type Schedule } from './schedule.js';
+
+/** What the gate needs of the registry: the peers as a watching reader sees them, our slot, and a
+ *  way to publish our activity. */
+export interface GateRegistry {
+  peers(): readonly AlivePeer[];
+  selfSlot(): number | null;
+  publish(fields: { active: boolean; busyPpm: number }): void;
+}
+
+export type Sleep = (us: number) => Promise<void>;
+
+export const sleepUs: Sleep = (us) => new Promise((resolve) => setTimeout(resolve, Math.max(0, us / 1000)));
+
+/** Why the gate let the caller through, or that it slept. */
+export type GateDecision =
+  | { kind: 'alone' }
+  | { kind: 'others-idle' }
+  | { kind: 'in-window'; schedule: Schedule }
+  | { kind: 'not-scheduled' }
+  | { kind: 'wait'; schedule: Schedule; waitUs: number };
+
+/** The decision for one step. Pure: peers and time in, decision out. */
+export function decideGate(peers: readonly AlivePeer[], selfSlot: number | null, wallNowUs: number): GateDecision {
+  if (selfSlot === null) return { kind: 'alone' };
+  const others = peers.filter((peer) => peer.record.slot !== selfSlot);
+  if (others.length === 0) return { kind: 'alone' };
+  if (!others.some((peer) => peer.record.active)) return { kind: 'others-idle' };
+  const schedule = buildSchedule(peers.filter((peer) => peer.share > 0).map((peer) => ({ slot: peer.record.slot, share: peer.share })));
+  const waitUs = usUntilWindow(schedule, selfSlot, wallNowUs);
+  // Our own record may not show us active yet (the registry is read before our update lands).
+  if (waitUs === null) return { kind: 'not-scheduled' };
+  if (waitUs === 0) return { kind: 'in-window', schedule };
+  return { kind: 'wait', schedule, waitUs };
+}
+
+/** How often busy_ppm is republished while working (activity changes are published at once). */
+const PUBLISH_INTERVAL_US = 250_000;
+
+export interface GateStats {
+  steps: number;
+  sleeps: number;
+  sleptUs: number;
+  /** How many steps ended in each decision. */
+  decisions: Record<GateDecision['kind'], number>;
+}
+
+export class CooperativeGate {
+  private readonly meter = new BusyMeter();
+  private publishedActive = false;
+  private lastPublishMonoUs = Number.NEGATIVE_INFINITY;
+  private lastReturnMonoUs: number | null = null;
+  readonly stats: GateStats = { steps: 0, sleeps: 0, sleptUs: 0, decisions: { alone: 0, 'others-idle': 0, 'in-window': 0, 'not-scheduled': 0, wait: 0 } };
+
+  constructor(
+    private readonly registry: GateRegistry,
+    private readonly clock: Clock,
+    private readonly sleep: Sleep = sleepUs,
+  ) {}
+
+  /**
+   * Call after each decode (or prefill) step. `stepUs` is how long the step took; when omitted,
+   * the time since the gate last returned counts as the step.
+   */
+  async afterStep(stepUs?: number): Promise<GateDecision> {
+    const now = this.clock.monoUs();
+    const duration = stepUs ?? (this.lastReturnMonoUs === null ? 0 : now - this.lastReturnMonoUs);
+    this.meter.record(now, duration);
+    this.stats.steps++;
+    if (!this.publishedActive || now - this.lastPublishMonoUs >= PUBLISH_INTERVAL_US) this.publish(now);
+    const decision = decideGate(this.registry.peers(), this.registry.selfSlot(), this.clock.wallUs());
+    this.stats.decisions[decision.kind]++;
+    if (decision.kind === 'wait') {
+      this.stats.sleeps++;
+      this.stats.sleptUs += decision.waitUs;
+      await this.sleep(decision.waitUs);
+    }
+    this.lastReturnMonoUs = this.clock.monoUs();
+    return decision;
+  }
+
+  /** Call periodically (with the heartbeat): drops `active` 2 s after the last step and keeps
+   *  busy_ppm current while the engine sits idle. */
+  refresh(): void {
+    const now = this.clock.monoUs();
+    if (this.publishedActive !== this.meter.active(now) || now - this.lastPublishMonoUs >= PUBLISH_INTERVAL_US) this.publish(now);
+  }
+
+  get active(): boolean {
+    return this.publishedActive;
+  }
+
+  private publish(nowMonoUs: number): void {
+    const active = this.meter.active(nowMonoUs);
+    this.registry.publish({ active, busyPpm: this.meter.busyPpm(nowMonoUs) });
+    this.publishedActive = active;
+    this.lastPublishMonoUs = nowMonoUs;
+  }
+}

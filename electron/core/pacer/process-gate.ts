@@ -1,0 +1,191 @@
+/**
+ * The process gate, for engines that know nothing of the registry. The supervisor holds their
+ * slots (pid = engine, owner_pid = supervisor) and, at each window edge, resumes the engine whose
+ * window begins and suspends the one whose window ends. An engine's activity comes from an
+ * activity source (by default its CPU time advancing while it is allowed to run). An idle engine
+ * is never suspended, and every engine is resumed when the gate stops, and by the watchdog when
+ * the supervisor dies.
+ */
+import type { ProcessControl } from '../../../native/process-control.js';
+import type { Clock } from '../clock.js';
+import type { RegistryMember } from '../registry/member.js';
+import type { AlivePeer } from '../registry/view.js';
+import { ACTIVITY_WINDOW_US, BusyMeter } from './busy.js';
+import { decideGate } from './gate.js';
+import { usUntilWindowEnd } from './schedule.js';
+
+/** Re-decide at least this often: activity sampling and registry changes between edges. */
+export const SAMPLE_INTERVAL_US = 50_000;
+
+/** Where an engine's activity comes from. */
+export interface ActivitySource {
+  /** Work done by the engine so far (µs of CPU time, or any monotonic work counter); null when
+   *  unknown right now. */
+  workUs(pid: number): number | null;
+}
+
+export const cpuActivity = (control: ProcessControl): ActivitySource => ({ workUs: (pid) => control.cpuTimeUs(pid) });
+
+/**
+ * Evidence of work in one sample: CPU advanced by at least 10% of the time the engine was allowed
+ * to run (and 1 ms), so that an idle server's housekeeping does not count.
+ */
+export function workedDuring(workDeltaUs: number, runnableUs: number): boolean {
+  return workDeltaUs >= 1_000 && workDeltaUs >= 0.1 * runnableUs;
+}
+
+/** What the supervisor learns about its engines and tells the watchdog. */
+export interface WatchdogLink {
+  watch(pid: number): void;
+  unwatch(pid: number): void;
+}
+
+interface Engine {
+  pid: number;
+  member: RegistryMember;
+  suspended: boolean;
+  /** µs the engine was allowed to run since the last sample. */
+  runnableUs: number;
+  runnableSinceMonoUs: number;
+  lastWorkUs: number | null;
+  lastWorkMonoUs: number | null;
+  meter: BusyMeter;
+  published: { active: boolean; atMonoUs: number } | null;
+  /** No activity source answers for it: treated as active, so that pacing still happens. */
+  unknownActivity: boolean;
+}
+
+export interface ProcessGateEvent {
+  kind: 'resume' | 'suspend' | 'active' | 'idle';
+  pid: number;
+  wallUs: number;
+}
+
+export interface ProcessGateDeps {
+  clock: Clock;
+  control: ProcessControl;
+  activity: ActivitySource;
+  /** The registry as the supervisor watches it. */
+  peers: () => readonly AlivePeer[];
+  watchdog: WatchdogLink | null;
+  onEvent?: (event: ProcessGateEvent) => void;
+}
+
+/** Decide for one engine: run now or not, and in how many µs that may change. Pure. */
+export function decideEngine(peers: readonly AlivePeer[], slot: number | null, active: boolean, wallNowUs: number): { run: boolean; changeInUs: number } {
+  if (!active) return { run: true, changeInUs: SAMPLE_INTERVAL_US };
+  const decision = decideGate(peers, slot, wallNowUs);
+  switch (decision.kind) {
+    case 'wait':
+      return { run: false, changeInUs: decision.waitUs };
+    case 'in-window':
+      return { run: true, changeInUs: slot === null ? SAMPLE_INTERVAL_US : usUntilWindowEnd(decision.schedule, slot, wallNowUs) };
+    default:
+      return { run: true, changeInUs: SAMPLE_INTERVAL_US };
+  }
+}
+
+export class ProcessGate {
+  private readonly engines = new Map<number, Engine>();
+  private stopped = false;
+
+  constructor(private readonly deps: ProcessGateDeps) {}
+
+  /** Pace an engine whose slot `member` holds (pid = engine, owner_pid = us). */
+  add(pid: number, member: RegistryMember): void {
+    const now = this.deps.clock.monoUs();
+    this.engines.set(pid, {
+      pid,
+      member,
+      suspended: false,
+      runnableUs: 0,
+      runnableSinceMonoUs: now,
+      lastWorkUs: this.deps.activity.workUs(pid),
+      lastWorkMonoUs: null,
+      meter: new BusyMeter(),
+      published: null,
+      unknownActivity: false,
+    });
+    this.deps.watchdog?.watch(pid);
+  }
+
+  /** Stop pacing an engine: it is resumed and forgotten (its slot stays with its member). */
+  remove(pid: number): void {
+    const engine = this.engines.get(pid);
+    if (engine === undefined) return;
+    if (engine.suspended) this.resume(engine);
+    this.engines.delete(pid);
+    this.deps.watchdog?.unwatch(pid);
+  }
+
+  isSuspended(pid: number): boolean {
+    return this.engines.get(pid)?.suspended ?? false;
+  }
+
+  /** Sample activity, decide, apply. Returns µs until the next step is due. */
+  step(): number {
+    if (this.stopped) return SAMPLE_INTERVAL_US;
+    const now = this.deps.clock.monoUs();
+    for (const engine of this.engines.values()) this.sample(engine, now);
+    const peers = this.deps.peers();
+    const wallNow = this.deps.clock.wallUs();
+    let next = SAMPLE_INTERVAL_US;
+    for (const engine of this.engines.values()) {
+      const { run, changeInUs } = decideEngine(peers, engine.member.slot, this.isActive(engine, now), wallNow);
+      if (run && engine.suspended) this.resume(engine);
+      else if (!run && !engine.suspended) this.suspend(engine);
+      next = Math.min(next, changeInUs);
+    }
+    return Math.max(500, next);
+  }
+
+  /** Resume every engine and stop deciding (shutdown, errors). Safe to call twice, and from a
+   *  process 'exit' handler (synchronous). */
+  stopAll(): void {
+    this.stopped = true;
+    for (const engine of this.engines.values()) if (engine.suspended) this.resume(engine);
+  }
+
+  private isActive(engine: Engine, nowMonoUs: number): boolean {
+    if (engine.unknownActivity) return true;
+    return engine.lastWorkMonoUs !== null && nowMonoUs - engine.lastWorkMonoUs <= ACTIVITY_WINDOW_US;
+  }
+
+  private sample(engine: Engine, nowMonoUs: number): void {
+    if (!engine.suspended) {
+      engine.runnableUs += nowMonoUs - engine.runnableSinceMonoUs;
+      engine.runnableSinceMonoUs = nowMonoUs;
+    }
+    const work = this.deps.activity.workUs(engine.pid);
+    engine.unknownActivity = work === null;
+    if (work !== null && engine.lastWorkUs !== null) {
+      const delta = Math.max(0, work - engine.lastWorkUs);
+      engine.meter.record(nowMonoUs, delta);
+      if (workedDuring(delta, engine.runnableUs)) engine.lastWorkMonoUs = nowMonoUs;
+    }
+    engine.lastWorkUs = work;
+    engine.runnableUs = 0;
+    const active = this.isActive(engine, nowMonoUs);
+    const changed = engine.published?.active !== active;
+    if (changed || nowMonoUs - (engine.published?.atMonoUs ?? 0) >= 250_000) {
+      engine.member.set({ active, busyPpm: engine.meter.busyPpm(nowMonoUs) });
+      engine.published = { active, atMonoUs: nowMonoUs };
+      if (changed) this.deps.onEvent?.({ kind: active ? 'active' : 'idle', pid: engine.pid, wallUs: this.deps.clock.wallUs() });
+    }
+  }
+
+  private suspend(engine: Engine): void {
+    if (!this.deps.control.suspend(engine.pid)) return;
+    const now = this.deps.clock.monoUs();
+    engine.runnableUs += now - engine.runnableSinceMonoUs;
+    engine.suspended = true;
+    this.deps.onEvent?.({ kind: 'suspend', pid: engine.pid, wallUs: this.deps.clock.wallUs() });
+  }
+
+  private resume(engine: Engine): void {
+    this.deps.control.resume(engine.pid);
+    engine.suspended = false;
+    engine.runnableSinceMonoUs = this.deps.clock.monoUs();
+    this.deps.onEvent?.({ kind: 'resume', pid: engine.pid, wallUs: this.deps.clock.wallUs() });
+  }
+}

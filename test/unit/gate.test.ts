@@ -1,0 +1,152 @@
+/** The cooperative gate with a fake clock and an in-memory registry: no sleeping, no processes. */
+import { describe, expect, it } from 'vitest';
+import { FakeClock } from '../../electron/core/clock.js';
+import { decodeSegment, encodeEmptySegment, encodeSlot } from '../../electron/core/registry/codec.js';
+import { judgeOneShot } from '../../electron/core/registry/liveness.js';
+import { resolvePeers } from '../../electron/core/registry/view.js';
+import { CooperativeGate, decideGate, type GateRegistry } from '../../electron/core/pacer/gate.js';
+
+/** A registry in memory: each gate publishes into its own slot; peers() reads them all. */
+class MemoryRegistry {
+  readonly slots = new Map<number, { weight: number; active: boolean; busyPpm: number }>();
+  constructor(private readonly clock: FakeClock) {}
+
+  join(slot: number, weight: number, active = false): GateRegistry {
+    this.slots.set(slot, { weight, active, busyPpm: 0 });
+    return {
+      peers: () => this.peers(),
+      selfSlot: () => slot,
+      publish: ({ active: isActive, busyPpm }) => {
+        const record = this.slots.get(slot);
+        if (record) Object.assign(record, { active: isActive, busyPpm });
+      },
+    };
+  }
+
+  peers(): ReturnType<typeof resolvePeers> {
+    const bytes = encodeEmptySegment();
+    for (const [slot, r] of this.slots) encodeSlot(bytes, slot, { pid: 100 + slot, weight: r.weight, active: r.active, busyPpm: r.busyPpm, heartbeatUs: this.clock.wallUs() });
+    const decoded = decodeSegment(bytes);
+    return resolvePeers(decoded, judgeOneShot(decoded.slots, this.clock.wallUs()));
+  }
+}
+
+/** A sleep that records what was asked and moves the fake clock instead of waiting. */
+function fakeSleep(clock: FakeClock): { sleep: (us: number) => Promise<void>; slept: number[] } {
+  const slept: number[] = [];
+  return {
+    slept,
+    sleep: (us) => {
+      slept.push(us);
+      clock.advance(us);
+      return Promise.resolve();
+    },
+  };
+}
+
+/** A wall time at the start of a 120 ms period (2:1 → slot 0 owns [0, 80), slot 1 [80, 120)). */
+function atPeriodStart(clock: FakeClock, periodUs: number): void {
+  clock.stepWall(periodUs - (clock.wallUs() % periodUs));
+}
+
+describe('cooperative gate (fake clock)', () => {
+  it('never sleeps when the caller is alone', async () => {
+    const clock = new FakeClock();
+    const registry = new MemoryRegistry(clock);
+    const { sleep, slept } = fakeSleep(clock);
+    const gate = new CooperativeGate(registry.join(0, 1), clock, sleep);
+    for (let i = 0; i < 100; i++) {
+      clock.advance(5_000);
+      expect((await gate.afterStep(5_000)).kind).toBe('alone');
+    }
+    expect(slept).toEqual([]);
+    expect(registry.slots.get(0)).toMatchObject({ active: true });
+  });
+
+  it('never sleeps while every other peer is idle', async () => {
+    const clock = new FakeClock();
+    const registry = new MemoryRegistry(clock);
+    registry.join(1, 5, false);
+    const { sleep, slept } = fakeSleep(clock);
+    const gate = new CooperativeGate(registry.join(0, 1), clock, sleep);
+    for (let i = 0; i < 50; i++) {
+      clock.advance(5_000);
+      expect((await gate.afterStep(5_000)).kind).toBe('others-idle');
+    }
+    expect(slept).toEqual([]);
+  });
+
+  it('never sleeps inside its window, and sleeps exactly to the next window start outside it', async () => {
+    const clock = new FakeClock();
+    const registry = new MemoryRegistry(clock);
+    registry.join(1, 1, true);
+    const { sleep, slept } = fakeSleep(clock);
+    const gate = new CooperativeGate(registry.join(0, 2, true), clock, sleep);
+    atPeriodStart(clock, 120_000);
+    clock.advance(10_000); // 10 ms into slot 0's window [0, 80)
+    expect((await gate.afterStep(5_000)).kind).toBe('in-window');
+    clock.advance(69_999); // 79.999 ms: still inside
+    expect((await gate.afterStep(5_000)).kind).toBe('in-window');
+    clock.advance(1); // 80 ms: slot 1's window begins; ours is back at 120 ms
+    const decision = await gate.afterStep(5_000);
+    expect(decision).toMatchObject({ kind: 'wait', waitUs: 40_000 });
+    expect(slept).toEqual([40_000]);
+    expect(clock.wallUs() % 120_000).toBe(0); // woke exactly at our window's start
+    expect(gate.stats).toMatchObject({ steps: 3, sleeps: 1, sleptUs: 40_000, decisions: { 'in-window': 2, wait: 1 } });
+  });
+
+  it('the peer with the later window sleeps until it starts', async () => {
+    const clock = new FakeClock();
+    const registry = new MemoryRegistry(clock);
+    registry.join(0, 2, true);
+    const { sleep, slept } = fakeSleep(clock);
+    const gate = new CooperativeGate(registry.join(1, 1, true), clock, sleep);
+    atPeriodStart(clock, 120_000);
+    clock.advance(30_000);
+    await gate.afterStep(5_000);
+    expect(slept).toEqual([50_000]);
+  });
+
+  it('a peer going idle releases its window within 2 s', async () => {
+    const clock = new FakeClock();
+    const registry = new MemoryRegistry(clock);
+    const other = fakeSleep(clock);
+    const otherGate = new CooperativeGate(registry.join(1, 1), clock, other.sleep);
+    const { sleep, slept } = fakeSleep(clock);
+    const gate = new CooperativeGate(registry.join(0, 1), clock, sleep);
+    await otherGate.afterStep(5_000); // the other peer decodes once, then stops
+    expect(registry.slots.get(1)?.active).toBe(true);
+    // We keep decoding; the other one only runs its heartbeat refresh every 500 ms.
+    let releasedAfterUs: number | null = null;
+    const stoppedAt = clock.monoUs();
+    for (let t = 0; t < 3_000_000 && releasedAfterUs === null; t += 5_000) {
+      clock.advance(5_000);
+      if ((clock.monoUs() - stoppedAt) % 500_000 === 0) otherGate.refresh();
+      const decision = await gate.afterStep(5_000);
+      if (decision.kind === 'others-idle') releasedAfterUs = clock.monoUs() - stoppedAt;
+    }
+    expect(releasedAfterUs).not.toBeNull();
+    expect(releasedAfterUs).toBeLessThanOrEqual(2_500_000); // 2 s activity window + one refresh
+    expect(registry.slots.get(1)?.active).toBe(false);
+    expect(slept.length).toBeGreaterThan(0); // it was paced while the other was active
+  });
+
+  it('publishes busy_ppm as the fraction of the last second spent in steps', async () => {
+    const clock = new FakeClock();
+    const registry = new MemoryRegistry(clock);
+    const { sleep } = fakeSleep(clock);
+    const gate = new CooperativeGate(registry.join(0, 1), clock, sleep);
+    for (let i = 0; i < 200; i++) {
+      clock.advance(10_000); // a 5 ms step every 10 ms: 50 % busy
+      await gate.afterStep(5_000);
+    }
+    gate.refresh();
+    expect(registry.slots.get(0)?.busyPpm).toBeCloseTo(500_000, -4);
+  });
+});
+
+describe('decideGate', () => {
+  it('lets a caller without a slot through', () => {
+    expect(decideGate([], null, 0)).toEqual({ kind: 'alone' });
+  });
+});
