@@ -95,6 +95,25 @@ describe('cooperative gate (fake clock)', () => {
     expect(gate.stats).toMatchObject({ steps: 3, sleeps: 1, sleptUs: 40_000, decisions: { 'in-window': 2, wait: 1 } });
   });
 
+  it('decides again after a sleep that ended early', async () => {
+    const clock = new FakeClock();
+    const registry = new MemoryRegistry(clock);
+    registry.join(1, 1, true);
+    const slept: number[] = [];
+    // A timer that fires 1 ms early the first time.
+    const early = (us: number): Promise<void> => {
+      slept.push(us);
+      clock.advance(slept.length === 1 ? us - 1_000 : us);
+      return Promise.resolve();
+    };
+    const gate = new CooperativeGate(registry.join(0, 2, true), clock, early);
+    atPeriodStart(clock, 120_000);
+    clock.advance(80_000);
+    await gate.afterStep(5_000);
+    expect(slept).toEqual([40_000, 1_000]);
+    expect(clock.wallUs() % 120_000).toBe(0);
+  });
+
   it('the peer with the later window sleeps until it starts', async () => {
     const clock = new FakeClock();
     const registry = new MemoryRegistry(clock);

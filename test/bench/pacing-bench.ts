@@ -1,0 +1,344 @@
+/**
+ * `npm run bench:pacing`: burn engines pinned to one core (taskset -c 0), so that the CPU behaves
+ * like one shared device, under four modes side by side:
+ *   free    no pacing: the kernel's scheduler splits the core
+ *   coop    TDM, cooperative gate inside each engine
+ *   gate    TDM, engines unaware, paced by `gpu-share run` (supervisors on core 1)
+ *   static  each engine capped to its weight's window whether or not the others are busy
+ * Prints a table (or one JSON object with --json) and writes bench-results/pacing.json.
+ * --quick runs 2:1 only.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { loadRegistryHelper } from '../../native/helper.js';
+import { computeShares } from '../../electron/core/registry/shares.js';
+import { buildSchedule, stallBoundUs } from '../../electron/core/pacer/schedule.js';
+import { BURN_ENGINE, CLI, ROOT, readBurnOutput } from '../fixtures/procs.js';
+
+type Mode = 'free' | 'coop' | 'gate' | 'static';
+const MODES: Mode[] = ['free', 'coop', 'gate', 'static'];
+const TOKEN_MS = 5;
+
+interface EngineSpec {
+  weight: number;
+  /** Seconds after the scenario starts; engine 0 starts at 0, alone, to measure the solo rate. */
+  startS?: number;
+}
+
+interface Scenario {
+  name: string;
+  engines: EngineSpec[];
+  /** Engine 1 goes idle (stops decoding, stays alive) or is killed with SIGKILL after the measured
+   *  interval; the benchmark measures how long engine 0 takes to get back to full speed. */
+  event?: 'idle' | 'kill';
+  /** Whether the TDM ratio target applies. */
+  ratioTarget: boolean;
+}
+
+const OTHERS_START_S = 1.5;
+const SCENARIOS: Scenario[] = [
+  { name: 'solo', engines: [{ weight: 1 }], ratioTarget: false },
+  { name: '2:1', engines: [{ weight: 2 }, { weight: 1 }], ratioTarget: true },
+  { name: '1:1', engines: [{ weight: 1 }, { weight: 1 }], ratioTarget: true },
+  { name: '2:1:1', engines: [{ weight: 2 }, { weight: 1 }, { weight: 1 }], ratioTarget: true },
+  { name: '2:1 late start', engines: [{ weight: 2 }, { weight: 1, startS: 5 }], ratioTarget: true },
+  { name: 'idle release', engines: [{ weight: 1 }, { weight: 1 }], event: 'idle', ratioTarget: false },
+  { name: 'kill -9', engines: [{ weight: 1 }, { weight: 1 }], event: 'kill', ratioTarget: false },
+];
+
+/** When things happen in a scenario, in seconds after engine 0 starts. */
+interface Timeline {
+  starts: number[];
+  /** Engine 0 alone: its rate here is the solo rate the scenario is compared with. */
+  baseline: [number, number];
+  /** The measured interval: whole periods of the schedule, aligned to the wall clock. */
+  measureFromS: number;
+  periods: number;
+  periodUs: number;
+  eventS: number | null;
+  lengthS: number;
+}
+
+function timelineOf(scenario: Scenario): Timeline {
+  const starts = scenario.engines.map((e, i) => (i === 0 ? 0 : (e.startS ?? OTHERS_START_S)));
+  const lastStart = Math.max(...starts);
+  const alone = scenario.engines.length === 1;
+  const shares = computeShares(scenario.engines.map((e) => e.weight));
+  const periodUs = alone ? 100_000 : buildSchedule(shares.map((share, slot) => ({ slot, share }))).periodUs;
+  const periods = Math.floor(3_600_000 / periodUs);
+  const measureFromS = alone ? OTHERS_START_S : lastStart + 1;
+  // +1 period: the start is aligned up to the next period boundary.
+  const measureEndS = measureFromS + ((periods + 1) * periodUs) / 1e6;
+  const eventS = scenario.event ? measureEndS : null;
+  return {
+    starts,
+    baseline: [0.5, (alone ? OTHERS_START_S : Math.min(...starts.slice(1))) - 0.05],
+    measureFromS,
+    periods,
+    periodUs,
+    eventS,
+    lengthS: eventS !== null ? eventS + 4 : measureEndS + 0.3,
+  };
+}
+
+interface ScenarioResult {
+  name: string;
+  mode: Mode;
+  weights: number[];
+  tokps: number[];
+  ratio: number | null;
+  target_ratio: number | null;
+  aggregate_pct_of_solo: number;
+  itl_ms: { p50: number; p95: number; max: number };
+  itl_ms_per_engine: { p50: number; p95: number; max: number }[];
+  bound_ms: number[];
+  bound_ok: boolean;
+  /** Engine 0 alone at the start of the same run (for static: the free engine's): what the
+   *  aggregate and the recovery are compared with. */
+  solo_tokps: number;
+  /** Seconds from the idle/kill event until engine 0 ran ≥ 95 % of its solo rate; null = never. */
+  recovery_s?: number | null;
+  targets_met?: boolean;
+}
+
+const round = (x: number, digits = 2): number => Math.round(x * 10 ** digits) / 10 ** digits;
+
+function percentile(sorted: number[], q: number): number {
+  if (sorted.length === 0) return 0;
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
+}
+
+function gapsMs(tokens: number[], fromUs: number, toUs: number): number[] {
+  const inside = tokens.filter((t) => t >= fromUs && t < toUs);
+  const gaps: number[] = [];
+  for (let i = 1; i < inside.length; i++) gaps.push(((inside[i] ?? 0) - (inside[i - 1] ?? 0)) / 1000);
+  return gaps.sort((a, b) => a - b);
+}
+
+function summary(gaps: number[]): { p50: number; p95: number; max: number } {
+  return { p50: round(percentile(gaps, 0.5)), p95: round(percentile(gaps, 0.95)), max: round(gaps[gaps.length - 1] ?? 0) };
+}
+
+const rate = (tokens: number[], fromUs: number, toUs: number): number => tokens.filter((t) => t >= fromUs && t < toUs).length / ((toUs - fromUs) / 1e6);
+
+/** The start of the first 200 ms window after `fromUs` in which the engine decoded at ≥ 95 % of
+ *  its solo rate; null when it never did. */
+function recoveredAtUs(tokens: number[], fromUs: number, soloTokps: number): number | null {
+  const windowUs = 200_000;
+  const needed = Math.ceil(0.95 * soloTokps * (windowUs / 1e6));
+  const after = tokens.filter((t) => t >= fromUs);
+  for (let i = 0; i + needed - 1 < after.length; i++) {
+    const first = after[i] ?? 0;
+    if ((after[i + needed - 1] ?? 0) - first <= windowUs) return first;
+  }
+  return null;
+}
+
+function taskset(core: number, argv: string[]): string[] {
+  return ['taskset', '-c', String(core), ...argv];
+}
+
+function launch(mode: Mode, scenario: Scenario, index: number, gpuKey: string, iterations: number, out: string, idleAfterS: number | null): ChildProcess {
+  const spec = scenario.engines[index] ?? { weight: 1 };
+  const burnArgs = [BURN_ENGINE, '--iterations', String(iterations), '--out', out, '--name', `e${index}-w${spec.weight}`];
+  if (idleAfterS !== null) burnArgs.push('--idle-after-s', idleAfterS.toFixed(3));
+  let argv: string[];
+  switch (mode) {
+    case 'free':
+      argv = taskset(0, [process.execPath, ...burnArgs, '--mode', 'unaware']);
+      break;
+    case 'coop':
+      argv = taskset(0, [process.execPath, ...burnArgs, '--mode', 'coop', '--gpu-key', gpuKey, '--weight', String(spec.weight)]);
+      break;
+    case 'static':
+      argv = taskset(0, [process.execPath, ...burnArgs, '--mode', 'static', '--static-weights', scenario.engines.map((e) => e.weight).join(','), '--static-index', String(index)]);
+      break;
+    case 'gate':
+      // The supervisor is not the device: it runs on core 1, its engine on core 0.
+      argv = taskset(1, [process.execPath, CLI, 'run', '--gpu-key', gpuKey, '--weight', String(spec.weight), '--name', `e${index}`, '--', ...taskset(0, [process.execPath, ...burnArgs, '--mode', 'unaware'])]);
+      break;
+  }
+  const [command, ...args] = argv;
+  return spawn(command ?? 'taskset', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once('exit', () => resolve()));
+}
+
+/** The engine process under a `gpu-share run` supervisor (its only child), or the process itself. */
+function enginePid(mode: Mode, child: ChildProcess): number | undefined {
+  if (mode !== 'gate' || child.pid === undefined) return child.pid;
+  try {
+    const kids = readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
+    return kids.length > 0 ? Number(kids[0]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** @param soloOverride the solo rate to compare with, for a mode whose engine is capped even alone
+ *  (static): the free engine's, measured in the same scenario a few seconds earlier */
+async function runScenario(mode: Mode, scenario: Scenario, iterations: number, dir: string, wallUs: () => number, soloOverride: number | null): Promise<ScenarioResult> {
+  const gpuKey = `bench-${process.pid}-${mode}-${scenario.name.replace(/[^A-Za-z0-9]/g, '')}`.slice(0, 40);
+  const helper = loadRegistryHelper();
+  const timeline = timelineOf(scenario);
+  const t0 = wallUs();
+  const children: (ChildProcess | null)[] = scenario.engines.map(() => null);
+  const outs = scenario.engines.map((_, i) => join(dir, `${gpuKey}-${i}.jsonl`));
+  const timers: NodeJS.Timeout[] = [];
+  let eventUs: number | null = null;
+  timeline.starts.forEach((startS, i) => {
+    const idleAfterS = scenario.event === 'idle' && i === 1 && timeline.eventS !== null ? timeline.eventS - startS : null;
+    timers.push(setTimeout(() => (children[i] = launch(mode, scenario, i, gpuKey, iterations, outs[i] ?? '', idleAfterS)), startS * 1000));
+  });
+  if (scenario.event === 'kill' && timeline.eventS !== null) {
+    timers.push(
+      setTimeout(() => {
+        const child = children[1];
+        const pid = child ? enginePid(mode, child) : undefined;
+        eventUs = wallUs();
+        if (pid !== undefined) process.kill(pid, 'SIGKILL');
+      }, timeline.eventS * 1000),
+    );
+  }
+  await sleep(timeline.lengthS * 1000);
+  for (const timer of timers) clearTimeout(timer);
+  // A supervisor forwards SIGTERM to its engine; an engine writes its last tokens and exits.
+  for (const child of children) child?.kill('SIGTERM');
+  await Promise.all(children.map((child) => (child ? Promise.race([exited(child), sleep(5000)]) : Promise.resolve())));
+  for (const child of children) if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  try {
+    helper.unlink(gpuKey);
+  } catch {
+    // never created (free and static modes)
+  }
+
+  const outputs = outs.map(readBurnOutput);
+  const tokensOf = (i: number): number[] => outputs[i]?.tokens ?? [];
+  const soloTokps = soloOverride ?? rate(tokensOf(0), t0 + timeline.baseline[0] * 1e6, t0 + timeline.baseline[1] * 1e6);
+  const period = timeline.periodUs;
+  const fromUs = Math.ceil((t0 + timeline.measureFromS * 1e6) / period) * period;
+  const toUs = fromUs + timeline.periods * period;
+  const tokps = outputs.map((o) => round(rate(o.tokens, fromUs, toUs), 1));
+  const weights = scenario.engines.map((e) => e.weight);
+  const shares = computeShares(weights);
+  const schedule = buildSchedule(shares.map((share, slot) => ({ slot, share })));
+  const boundMs = weights.map((_, slot) => (weights.length > 1 ? (stallBoundUs(schedule, slot) ?? 0) / 1000 : 0));
+  const perEngine = outputs.map((o) => gapsMs(o.tokens, fromUs, toUs));
+  const itlPerEngine = perEngine.map(summary);
+  const tokenMs = soloTokps > 0 ? 1000 / soloTokps : TOKEN_MS;
+  const boundOk = itlPerEngine.every((itl, i) => itl.max <= (boundMs[i] ?? 0) + 2 * tokenMs);
+  const aggregate = tokps.reduce((a, b) => a + b, 0);
+  const result: ScenarioResult = {
+    name: scenario.name,
+    mode,
+    weights,
+    tokps,
+    ratio: tokps.length > 1 && (tokps[1] ?? 0) > 0 ? round((tokps[0] ?? 0) / (tokps[1] ?? 1), 3) : null,
+    target_ratio: weights.length > 1 ? round((weights[0] ?? 1) / (weights[1] ?? 1), 3) : null,
+    aggregate_pct_of_solo: soloTokps > 0 ? round((aggregate / soloTokps) * 100, 1) : 0,
+    itl_ms: summary(perEngine.flat().sort((a, b) => a - b)),
+    itl_ms_per_engine: itlPerEngine,
+    bound_ms: boundMs.map((b) => round(b, 1)),
+    bound_ok: boundOk,
+    solo_tokps: round(soloTokps, 1),
+  };
+  if (scenario.event === 'idle') eventUs = Math.max(...tokensOf(1));
+  if (scenario.event !== undefined && eventUs !== null) {
+    const at = recoveredAtUs(tokensOf(0), eventUs, soloTokps);
+    result.recovery_s = at === null ? null : round(Math.max(0, at - eventUs) / 1e6, 2);
+  }
+  return result;
+}
+
+/** The TDM targets, for the coop and gate modes. */
+function judge(result: ScenarioResult, scenario: Scenario): boolean | undefined {
+  if (result.mode !== 'coop' && result.mode !== 'gate') return undefined;
+  const checks: boolean[] = [result.bound_ok, result.aggregate_pct_of_solo >= 97];
+  if (scenario.ratioTarget && result.ratio !== null && result.target_ratio !== null) {
+    checks.push(Math.abs(result.ratio / result.target_ratio - 1) <= 0.03);
+    if (result.weights.length === 3) checks.push(Math.abs((result.tokps[1] ?? 0) / (result.tokps[2] ?? 1) - 1) <= 0.03);
+  }
+  if (scenario.event === 'idle') checks.push(result.recovery_s !== undefined && result.recovery_s !== null && result.recovery_s <= 2.5);
+  if (scenario.event === 'kill') checks.push(result.recovery_s !== undefined && result.recovery_s !== null && result.recovery_s <= 3.6);
+  return checks.every(Boolean);
+}
+
+function table(results: ScenarioResult[]): string {
+  const header = ['scenario', 'mode', 'weights', 'tok/s', 'ratio', 'target', 'solo tok/s', 'agg % solo', 'ITL p50/p95/max ms', 'bound ms', 'recovery s', 'TDM targets'];
+  const rows = results.map((r) => [
+    r.name,
+    r.mode,
+    r.weights.join(':'),
+    r.tokps.map((t) => t.toFixed(1)).join(' / '),
+    r.ratio === null ? '—' : r.ratio.toFixed(3),
+    r.target_ratio === null ? '—' : r.target_ratio.toFixed(3),
+    r.solo_tokps.toFixed(1),
+    r.aggregate_pct_of_solo.toFixed(1),
+    `${r.itl_ms.p50.toFixed(1)}/${r.itl_ms.p95.toFixed(1)}/${r.itl_ms.max.toFixed(1)}`,
+    r.bound_ms.length ? r.bound_ms.map((b) => b.toFixed(0)).join(' / ') : '—',
+    r.recovery_s === undefined ? '' : r.recovery_s === null ? 'never' : r.recovery_s.toFixed(2),
+    r.targets_met === undefined ? '' : r.targets_met ? 'met' : 'MISSED',
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? '').length)));
+  const line = (cells: string[]): string => cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
+  return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, json: { type: 'boolean', default: false } } });
+  if (process.platform !== 'linux' || spawnSync('sh', ['-c', 'command -v taskset']).status !== 0) {
+    console.error('bench:pacing needs Linux with taskset (util-linux) to pin every engine to one core');
+    process.exit(2);
+  }
+  const log = (text: string): void => {
+    if (!values.json) console.log(text);
+    else process.stderr.write(`${text}\n`);
+  };
+  const helper = loadRegistryHelper();
+  const wallUs = (): number => helper.wallUs();
+  const calibration = spawnSync('taskset', ['-c', '0', process.execPath, BURN_ENGINE, '--calibrate', '--token-ms', String(TOKEN_MS)], { encoding: 'utf8' });
+  const iterations = (JSON.parse(calibration.stdout) as { iterations: number }).iterations;
+  const dir = mkdtempSync(join(tmpdir(), 'gpushare-bench-'));
+  const scenarios = values.quick ? SCENARIOS.filter((s) => s.name === '2:1') : SCENARIOS;
+  const started = Date.now();
+  log(`pacing benchmark: ${TOKEN_MS} ms tokens (${iterations} iterations), all engines on core 0; ${scenarios.length} scenarios × ${MODES.length} modes`);
+  const results: ScenarioResult[] = [];
+  try {
+    for (const scenario of scenarios) {
+      let freeSolo: number | null = null;
+      for (const mode of MODES) {
+        const result = await runScenario(mode, scenario, iterations, dir, wallUs, mode === 'static' ? freeSolo : null);
+        if (mode === 'free') freeSolo = result.solo_tokps;
+        const verdict = judge(result, scenario);
+        if (verdict !== undefined) result.targets_met = verdict;
+        results.push(result);
+        log(`  ${scenario.name.padEnd(15)} ${mode.padEnd(6)} tok/s ${result.tokps.join(' / ')}${result.ratio !== null ? `  ratio ${result.ratio}` : ''}  agg ${result.aggregate_pct_of_solo}% of ${result.solo_tokps}${result.recovery_s !== undefined ? `  recovery ${result.recovery_s ?? 'never'} s` : ''}`);
+      }
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const seconds = round((Date.now() - started) / 1000, 1);
+  const report = { benchmark: 'pacing', date: new Date().toISOString(), token_ms: TOKEN_MS, iterations, duration_s: seconds, quick: values.quick, scenarios: results };
+  const outDir = join(ROOT, 'bench-results');
+  mkdirSync(outDir, { recursive: true });
+  writeFileSync(join(outDir, values.quick ? 'pacing-quick.json' : 'pacing.json'), `${JSON.stringify(report, null, 2)}\n`);
+  if (values.json) {
+    process.stdout.write(`${JSON.stringify({ scenarios: results })}\n`);
+  } else {
+    console.log('');
+    console.log(table(results));
+    console.log(`\nratio = first engine's tok/s over the second's; solo = engine 0 alone at the start of the same run; bound = (1 − share)·period;\nTDM targets (coop, gate): ratio ±3 %, aggregate ≥ 97 % of solo, max ITL ≤ bound + 2 tokens, idle release ≤ 2.5 s, kill -9 ≤ 3.6 s`);
+    console.log(`${seconds} s; wrote bench-results/${values.quick ? 'pacing-quick.json' : 'pacing.json'}`);
+  }
+}
+
+void main();
