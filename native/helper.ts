@@ -5,8 +5,7 @@
  */
 import koffi from 'koffi';
 import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { nativeCandidates } from './paths.js';
 
 /** Status codes of gpushare.h; each says what the caller does next. */
 export const HelperStatus = {
@@ -145,23 +144,9 @@ const LIBRARY_FILE: Partial<Record<NodeJS.Platform, string>> = {
   win32: 'gpushare.dll',
 };
 
-/** Where the helper may be, in order: $GPU_SHARE_NATIVE_DIR, the packaged app's resources, the
- *  development build folder. */
+/** Where the helper may be (see nativeCandidates). */
 export function helperCandidates(): string[] {
-  const file = LIBRARY_FILE[process.platform] ?? 'libgpushare.so';
-  const target = `${process.platform}-${process.arch}`;
-  const candidates: string[] = [];
-  const override = process.env['GPU_SHARE_NATIVE_DIR'];
-  if (override) candidates.push(join(override, file));
-  const resources = (process as NodeJS.Process & { resourcesPath?: string }).resourcesPath;
-  if (resources) candidates.push(join(resources, 'native', target, file));
-  // This file runs from native/ (sources) or dist/native/ (built): look for the repo root.
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 4; i++) {
-    candidates.push(join(dir, 'build', 'native', target, file));
-    dir = dirname(dir);
-  }
-  return candidates;
+  return nativeCandidates(LIBRARY_FILE[process.platform] ?? 'libgpushare.so');
 }
 
 let loaded: RegistryHelper | null = null;

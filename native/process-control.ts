@@ -3,8 +3,7 @@
  * default activity source). One implementation per platform, chosen once at start.
  */
 import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { nativeCandidates } from './paths.js';
 
 export interface ProcessControl {
   /** Stop the process (SIGSTOP; NtSuspendProcess). false when it is gone. */
@@ -28,19 +27,7 @@ export async function loadProcessControl(): Promise<ProcessControl> {
 
 /** The watchdog executable beside the registry helper (see native/watchdog.c). */
 export function watchdogCandidates(): string[] {
-  const file = process.platform === 'win32' ? 'gpushare-watchdog.exe' : 'gpushare-watchdog';
-  const target = `${process.platform}-${process.arch}`;
-  const candidates: string[] = [];
-  const override = process.env['GPU_SHARE_NATIVE_DIR'];
-  if (override) candidates.push(join(override, file));
-  const resources = (process as NodeJS.Process & { resourcesPath?: string }).resourcesPath;
-  if (resources) candidates.push(join(resources, 'native', target, file));
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 4; i++) {
-    candidates.push(join(dir, 'build', 'native', target, file));
-    dir = dirname(dir);
-  }
-  return candidates;
+  return nativeCandidates(process.platform === 'win32' ? 'gpushare-watchdog.exe' : 'gpushare-watchdog');
 }
 
 export function findWatchdog(): string {

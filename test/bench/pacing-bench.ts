@@ -38,7 +38,7 @@ interface Scenario {
   ratioTarget: boolean;
 }
 
-const OTHERS_START_S = 1.5;
+const OTHERS_START_S = 2.5;
 const SCENARIOS: Scenario[] = [
   { name: 'solo', engines: [{ weight: 1 }], ratioTarget: false },
   { name: '2:1', engines: [{ weight: 2 }, { weight: 1 }], ratioTarget: true },
@@ -75,7 +75,7 @@ function timelineOf(scenario: Scenario): Timeline {
   const eventS = scenario.event ? measureEndS : null;
   return {
     starts,
-    baseline: [0.5, (alone ? OTHERS_START_S : Math.min(...starts.slice(1))) - 0.05],
+    baseline: [0.4, (alone ? OTHERS_START_S : Math.min(...starts.slice(1))) - 0.05],
     measureFromS,
     periods,
     periodUs,

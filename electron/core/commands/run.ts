@@ -16,6 +16,7 @@ import { RegistryObserver } from '../registry/observer.js';
 import { RegistrySegment } from '../registry/segment.js';
 import { bootLogLine } from '../registry/view.js';
 import { ProcessGate, cpuActivity } from '../pacer/process-gate.js';
+import { sleepUs } from '../pacer/gate.js';
 import { startWatchdog } from '../pacer/watchdog.js';
 import type { CommandIo } from './io.js';
 
@@ -112,19 +113,24 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
   const resumeOnExit = (): void => pacer.stopAll();
   process.on('exit', resumeOnExit);
 
-  let timer: NodeJS.Timeout | null = null;
-  const loop = (): void => {
-    let nextUs = 50_000;
-    try {
-      nextUs = pacer.step();
-    } catch (error) {
-      io.err(`gpu-share: pacing error, running unpaced: ${error instanceof Error ? error.message : String(error)}`);
-      pacer.stopAll();
-      return;
+  // The pacing loop: decide, apply, sleep precisely until the next edge. It ends when the
+  // command exits (or pacing fails, and the command then runs unpaced).
+  let pacing = true;
+  const loop = async (): Promise<void> => {
+    await sleepUs(1_000); // let the watchdog hear about the command before the first suspend
+    while (pacing) {
+      let nextUs: number;
+      try {
+        nextUs = pacer.step();
+      } catch (error) {
+        io.err(`gpu-share: pacing error, running unpaced: ${error instanceof Error ? error.message : String(error)}`);
+        pacer.stopAll();
+        return;
+      }
+      await sleepUs(nextUs);
     }
-    timer = setTimeout(loop, nextUs / 1000);
   };
-  timer = setTimeout(loop, 1);
+  const looping = loop();
 
   const heartbeat = startHeartbeat(paced, (result) => {
     if (result === 'rejoined') io.err(`gpu-share: slot was reclaimed; rejoined ${segmentName(options.gpuKey)} slot ${paced.slot}`);
@@ -134,7 +140,8 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
 
   const code = await exited;
   cleanupSignals();
-  if (timer !== null) clearTimeout(timer);
+  pacing = false;
+  await looping;
   heartbeat.stop();
   pacer.remove(pid);
   paced.leave();

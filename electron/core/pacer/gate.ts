@@ -4,7 +4,7 @@
  * otherwise it sleeps exactly until its next window starts. It also keeps the caller's `active`
  * flag and `busy_ppm` up to date in the registry. Clock and sleep are injected.
  */
-import type { Clock } from '../clock.js';
+import { monotonicUs, type Clock } from '../clock.js';
 import type { AlivePeer } from '../registry/view.js';
 import { BusyMeter } from './busy.js';
 import { buildSchedule, usUntilWindow, type Schedule } from './schedule.js';
@@ -19,9 +19,21 @@ export interface GateRegistry {
 
 export type Sleep = (us: number) => Promise<void>;
 
-/** Rounded up to whole milliseconds: Node's timers have millisecond resolution, and a sleep that
- *  ends early would start a step before the window does. */
-export const sleepUs: Sleep = (us) => new Promise((resolve) => setTimeout(resolve, Math.max(1, Math.ceil(us / 1000))));
+const wakeCell = new Int32Array(new SharedArrayBuffer(4));
+
+/**
+ * Sleep with sub-millisecond precision: a timer for all but the last ~2 ms (Node's timers have
+ * millisecond resolution and fire late under load), then a blocking futex wait
+ * (Atomics.wait) for the exact remainder. The device sits idle between one peer's window end and
+ * the next one's start for as long as the wake-up is late, so the precision is throughput.
+ */
+export const sleepUs: Sleep = async (us) => {
+  const target = monotonicUs() + us;
+  const coarseMs = Math.floor((us - 2_000) / 1000);
+  if (coarseMs >= 1) await new Promise((resolve) => setTimeout(resolve, coarseMs));
+  const leftUs = target - monotonicUs();
+  if (leftUs > 0) Atomics.wait(wakeCell, 0, 0, leftUs / 1000);
+};
 
 /** Why the gate let the caller through, or that it slept. */
 export type GateDecision =
