@@ -52,8 +52,13 @@ const SCENARIOS: Scenario[] = [
 /** When things happen in a scenario, in seconds after engine 0 starts. */
 interface Timeline {
   starts: number[];
-  /** Engine 0 alone: its rate here is the solo rate the scenario is compared with. */
+  /** Engine 0 alone before the others start, and (when there is no idle/kill event) again after
+   *  they stop: the mean of its two rates is the solo rate the scenario is compared with, so that
+   *  the machine's drift during the run cancels out. */
   baseline: [number, number];
+  after: [number, number] | null;
+  /** When engines 1… are stopped (SIGTERM) for the second solo measurement. */
+  othersStopS: number | null;
   /** The measured interval: whole periods of the schedule, aligned to the wall clock. */
   measureFromS: number;
   periods: number;
@@ -73,14 +78,17 @@ function timelineOf(scenario: Scenario): Timeline {
   // +1 period: the start is aligned up to the next period boundary.
   const measureEndS = measureFromS + ((periods + 1) * periodUs) / 1e6;
   const eventS = scenario.event ? measureEndS : null;
+  const bracket = !alone && eventS === null;
   return {
     starts,
     baseline: [0.4, (alone ? OTHERS_START_S : Math.min(...starts.slice(1))) - 0.05],
+    after: bracket ? [measureEndS + 0.5, measureEndS + 2] : null,
+    othersStopS: bracket ? measureEndS : null,
     measureFromS,
     periods,
     periodUs,
     eventS,
-    lengthS: eventS !== null ? eventS + 4 : measureEndS + 0.3,
+    lengthS: eventS !== null ? eventS + 4 : bracket ? measureEndS + 2.1 : measureEndS + 0.3,
   };
 }
 
@@ -208,6 +216,9 @@ async function runScenario(mode: Mode, scenario: Scenario, iterations: number, d
       }, timeline.eventS * 1000),
     );
   }
+  if (timeline.othersStopS !== null) {
+    timers.push(setTimeout(() => children.slice(1).forEach((child) => child?.kill('SIGTERM')), timeline.othersStopS * 1000));
+  }
   await sleep(timeline.lengthS * 1000);
   for (const timer of timers) clearTimeout(timer);
   // A supervisor forwards SIGTERM to its engine; an engine writes its last tokens and exits.
@@ -222,7 +233,9 @@ async function runScenario(mode: Mode, scenario: Scenario, iterations: number, d
 
   const outputs = outs.map(readBurnOutput);
   const tokensOf = (i: number): number[] => outputs[i]?.tokens ?? [];
-  const soloTokps = soloOverride ?? rate(tokensOf(0), t0 + timeline.baseline[0] * 1e6, t0 + timeline.baseline[1] * 1e6);
+  const before = rate(tokensOf(0), t0 + timeline.baseline[0] * 1e6, t0 + timeline.baseline[1] * 1e6);
+  const after = timeline.after === null ? null : rate(tokensOf(0), t0 + timeline.after[0] * 1e6, t0 + timeline.after[1] * 1e6);
+  const soloTokps = soloOverride ?? (after === null ? before : (before + after) / 2);
   const period = timeline.periodUs;
   const fromUs = Math.ceil((t0 + timeline.measureFromS * 1e6) / period) * period;
   const toUs = fromUs + timeline.periods * period;

@@ -1,0 +1,85 @@
+/** A plan as text: the CLI's dry-run output and the golden files. Reads like a review: inputs,
+ *  breakdown, verdict, reasons. Pure. */
+import type { PlacementPlan, Reason } from './types.js';
+
+export function formatBytes(bytes: number): string {
+  const sign = bytes < 0 ? '−' : '';
+  const abs = Math.abs(bytes);
+  if (abs >= 1024 ** 3) return `${sign}${(abs / 1024 ** 3).toFixed(2)} GiB`;
+  if (abs >= 1024 ** 2) return `${sign}${(abs / 1024 ** 2).toFixed(1)} MiB`;
+  if (abs >= 1024) return `${sign}${(abs / 1024).toFixed(1)} KiB`;
+  return `${sign}${abs} B`;
+}
+
+const field = (label: string, bytes: number): string => `  ${label.padEnd(22)} ${formatBytes(bytes).padStart(12)}  (${bytes} B)`;
+
+/** One reason in plain words, with its figures: what the UI and the CLI print. */
+export function explainReason(reason: Reason): string {
+  const b = (n: number | undefined): string => (n === undefined ? '—' : formatBytes(n));
+  switch (reason.code) {
+    case 'FITS':
+      return `FITS: needs ${b(reason.requestedBytes)}, ${b(reason.schedulableBytes)} schedulable`;
+    case 'FITS_AFTER_EVICTION':
+      return `FITS_AFTER_EVICTION: needs ${b(reason.requestedBytes)}, ${b(reason.schedulableBytes)} schedulable + ${b(reason.freeableBytes)} freed by stopping idle engines`;
+    case 'WAIT_FOR_LEASES':
+      return `WAIT_FOR_LEASES: needs ${b(reason.requestedBytes)}; ${b(reason.schedulableBytes)} schedulable now, ${b(reason.pendingBytes)} held by loads in progress`;
+    case 'WAIT_FOR_BUSY_ENGINES':
+      return `WAIT_FOR_BUSY_ENGINES: needs ${b(reason.requestedBytes)}; ${b(reason.schedulableBytes)} schedulable now, ${b(reason.pendingBytes)} held by busy engines or loads`;
+    case 'TELEMETRY_STALE':
+      return `TELEMETRY_STALE: the last sample is ${((reason.sampleAgeUs ?? 0) / 1e6).toFixed(1)} s old; nothing is schedulable until it is fresh`;
+    case 'TELEMETRY_MISSING':
+      return 'TELEMETRY_MISSING: no telemetry for this device; nothing is schedulable';
+    case 'PRESSURE_DEFERS_BACKGROUND':
+      return `PRESSURE_DEFERS_BACKGROUND: memory pressure is ${reason.pressure ?? '—'}; background and lab work waits`;
+    case 'EXTERNAL_GPU_PRESSURE':
+      return `EXTERNAL_GPU_PRESSURE: memory pressure is CRITICAL (${b(reason.unmanagedExternalBytes)} used by processes GPU Share did not start)`;
+    case 'INSUFFICIENT_CAPACITY':
+      return `INSUFFICIENT_CAPACITY: needs ${b(reason.requestedBytes)}, ${b(reason.schedulableBytes)} schedulable, ${b(reason.freeableBytes)} freeable; ${b(reason.unmanagedExternalBytes)} used by other processes`;
+    case 'EXCEEDS_DEVICE':
+      return `EXCEEDS_DEVICE: needs ${b(reason.requestedBytes)}, more than the device can ever offer (${b(reason.capacityBytes)} after the reserve)`;
+    case 'DEVICE_FAILED':
+      return `DEVICE_FAILED: the device reports health ${reason.health ?? 'FAILED'}`;
+    case 'DRAINING':
+      return 'DRAINING: GPU Share is draining this device; nothing new is placed';
+    case 'LAB_PAUSED':
+      return 'LAB_PAUSED: lab work is paused';
+    case 'CAPABILITY_NOT_ALLOWED':
+      return `CAPABILITY_NOT_ALLOWED: "${reason.capability ?? ''}" is not an allowed capability`;
+  }
+}
+
+export function describePlan(plan: PlacementPlan): string {
+  const r = plan.request;
+  const b = plan.breakdown;
+  const lines = [
+    `verdict: ${plan.verdict}`,
+    ...plan.reasons.map((reason) => `  - ${explainReason(reason)}`),
+    '',
+    `request: ${r.capability} · ${r.engineKind} · model ${r.modelKey} · ctx ${r.contextSize} · gpu layers ${r.gpuLayers} · ${r.priority}`,
+    `  peak ${formatBytes(r.peakBytes)} (${r.peakSource})`,
+    `device: ${plan.device === null ? '— (no telemetry)' : `${plan.device.name} [${plan.device.key}] health ${plan.device.health}`}`,
+    `attribution: ${plan.attribution} · pressure ${plan.eligible.pressure} · sample age ${plan.eligible.sampleAgeUs === null ? '—' : `${(plan.eligible.sampleAgeUs / 1000).toFixed(0)} ms`}`,
+    '',
+    'VRAM breakdown:',
+    field('total', b.totalBytes),
+    field('observed used', b.observedUsedBytes),
+    field('managed resident', b.managedResidentBytes),
+    field('unmanaged external', b.unmanagedExternalBytes),
+    field('future leases', b.futureLeaseBytes),
+    field('reserve', b.reserveBytes),
+    field('schedulable', b.schedulableBytes),
+    field('requirement', b.requirementBytes),
+    field('headroom after', plan.headroomAfterBytes),
+    `  invariant delta (observed − managed): ${formatBytes(b.invariantDeltaBytes)}`,
+  ];
+  if (plan.residents.length > 0) {
+    lines.push('', 'residents:');
+    for (const res of plan.residents) lines.push(`  ${res.id} (pid ${res.pid}) ${res.priority}${res.busy ? ' busy' : ' idle'}${res.pinned ? ' pinned' : ''}: ${formatBytes(res.usedBytes)}`);
+  }
+  if (plan.evictions.length > 0) {
+    lines.push('', 'evictions (in order):');
+    for (const e of plan.evictions) lines.push(`  stop ${e.id} (pid ${e.pid}, ${e.priority}, idle ${(e.idleForUs / 1e6).toFixed(0)} s): frees ${formatBytes(e.freedBytes)}`);
+  }
+  lines.push('', `policy ${plan.policy} · fingerprint ${plan.fingerprint}`);
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,70 @@
+/**
+ * Policy m10-v1: every number the planner uses lives here, in one versioned object. A change of
+ * any of them is a new revision, so that a plan's fingerprint and its policy name say exactly
+ * which rules decided it.
+ */
+export const GiB = 1024 ** 3;
+export const MiB = 1024 ** 2;
+
+export type Priority = 'interactive' | 'background' | 'lab';
+/** Higher rank = more important. A request may only evict engines of its rank or lower. */
+export const PRIORITY_RANK: Readonly<Record<Priority, number>> = { interactive: 3, background: 2, lab: 1 };
+export const PRIORITIES: readonly Priority[] = ['interactive', 'background', 'lab'];
+
+export type PressureLevel = 'NORMAL' | 'ELEVATED' | 'HIGH' | 'CRITICAL';
+export const PRESSURE_LEVELS: readonly PressureLevel[] = ['NORMAL', 'ELEVATED', 'HIGH', 'CRITICAL'];
+
+export interface PressureThreshold {
+  /** Enter the level at once when physical use / total reaches this. */
+  enter: number;
+  /** Leave it only after use / total has stayed below this for `recoveryHoldUs`. */
+  exit: number;
+}
+
+export interface PlannerPolicy {
+  readonly revision: string;
+  /** dynamic_reserve = max(minBytes, fractionOfTotal · total, floorBytes) */
+  readonly reserve: { readonly minBytes: number; readonly fractionOfTotal: number; readonly floorBytes: number };
+  /** requirement = peak + max(minBytes, fraction · peak) */
+  readonly envelopeMargin: { readonly minBytes: number; readonly fraction: number };
+  readonly pressure: Readonly<Record<Exclude<PressureLevel, 'NORMAL'>, PressureThreshold>>;
+  readonly recoveryHoldUs: number;
+  /** Telemetry older than this is stale: attribution UNKNOWN, nothing schedulable. */
+  readonly staleAfterUs: number;
+  /** A lease not released by then no longer counts (the load died or hung). */
+  readonly leaseTtlUs: number;
+  readonly queue: { readonly maxDepth: number; readonly maxWaitUs: Readonly<Record<Priority, number>> };
+  /** How many plans the history keeps. */
+  readonly historySize: number;
+}
+
+export const POLICY_M10_V1: PlannerPolicy = Object.freeze({
+  revision: 'm10-v1',
+  reserve: Object.freeze({ minBytes: 1 * GiB, fractionOfTotal: 0.05, floorBytes: 256 * MiB }),
+  envelopeMargin: Object.freeze({ minBytes: 128 * MiB, fraction: 0.1 }),
+  pressure: Object.freeze({
+    ELEVATED: Object.freeze({ enter: 0.8, exit: 0.75 }),
+    HIGH: Object.freeze({ enter: 0.9, exit: 0.85 }),
+    CRITICAL: Object.freeze({ enter: 0.97, exit: 0.93 }),
+  }),
+  recoveryHoldUs: 30_000_000,
+  staleAfterUs: 2_000_000,
+  leaseTtlUs: 300_000_000,
+  queue: Object.freeze({
+    maxDepth: 32,
+    maxWaitUs: Object.freeze({ interactive: 120_000_000, background: 600_000_000, lab: 1_800_000_000 }),
+  }),
+  historySize: 500,
+});
+
+export const POLICIES: Readonly<Record<string, PlannerPolicy>> = { [POLICY_M10_V1.revision]: POLICY_M10_V1 };
+
+export function dynamicReserveBytes(totalBytes: number, policy: PlannerPolicy): number {
+  const { minBytes, fractionOfTotal, floorBytes } = policy.reserve;
+  return Math.max(minBytes, Math.round(fractionOfTotal * totalBytes), floorBytes);
+}
+
+export function requirementBytes(measuredPeakBytes: number, policy: PlannerPolicy): number {
+  const { minBytes, fraction } = policy.envelopeMargin;
+  return measuredPeakBytes + Math.max(minBytes, Math.round(fraction * measuredPeakBytes));
+}

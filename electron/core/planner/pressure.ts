@@ -1,0 +1,66 @@
+/**
+ * Memory pressure with hysteresis: it worsens at once (NORMAL → ELEVATED → HIGH → CRITICAL) and
+ * recovers only after use has stayed below the current level's exit threshold for the policy's
+ * recovery hold (30 s in m10-v1). Time comes from the caller, so tests step a fake clock.
+ */
+import { PRESSURE_LEVELS, type PlannerPolicy, type PressureLevel } from './policy.js';
+
+const rank = (level: PressureLevel): number => PRESSURE_LEVELS.indexOf(level);
+
+/** The level that `usedFraction` reaches by the enter thresholds. */
+export function enteredLevel(usedFraction: number, policy: PlannerPolicy): PressureLevel {
+  let level: PressureLevel = 'NORMAL';
+  for (const candidate of ['ELEVATED', 'HIGH', 'CRITICAL'] as const) if (usedFraction >= policy.pressure[candidate].enter) level = candidate;
+  return level;
+}
+
+/** The highest level whose exit threshold `usedFraction` still reaches (what we may recover to). */
+export function heldLevel(usedFraction: number, policy: PlannerPolicy): PressureLevel {
+  let level: PressureLevel = 'NORMAL';
+  for (const candidate of ['ELEVATED', 'HIGH', 'CRITICAL'] as const) if (usedFraction >= policy.pressure[candidate].exit) level = candidate;
+  return level;
+}
+
+export class PressureTracker {
+  private current: PressureLevel = 'NORMAL';
+  /** Since when use has been below the current level's exit threshold; null when it is not. */
+  private belowSinceUs: number | null = null;
+  /** The highest level held during the current below-exit stretch: we recover to it. */
+  private heldDuringStretch: PressureLevel = 'NORMAL';
+
+  constructor(private readonly policy: PlannerPolicy) {}
+
+  get level(): PressureLevel {
+    return this.current;
+  }
+
+  /** Feed one observation (physical use / total, in [0, 1]); returns the level. Unknown use
+   *  (NaN) changes nothing. */
+  observe(usedFraction: number, nowUs: number): PressureLevel {
+    if (!Number.isFinite(usedFraction)) return this.current;
+    const entered = enteredLevel(usedFraction, this.policy);
+    if (rank(entered) > rank(this.current)) {
+      this.current = entered;
+      this.belowSinceUs = null;
+      return this.current;
+    }
+    if (this.current === 'NORMAL') return this.current;
+    const held = heldLevel(usedFraction, this.policy);
+    if (rank(held) >= rank(this.current)) {
+      this.belowSinceUs = null; // still at or above this level's exit threshold
+      return this.current;
+    }
+    if (this.belowSinceUs === null) {
+      this.belowSinceUs = nowUs;
+      this.heldDuringStretch = held;
+    } else if (rank(held) > rank(this.heldDuringStretch)) {
+      this.heldDuringStretch = held;
+    }
+    if (nowUs - this.belowSinceUs >= this.policy.recoveryHoldUs) {
+      this.current = this.heldDuringStretch;
+      this.belowSinceUs = null;
+      this.heldDuringStretch = 'NORMAL';
+    }
+    return this.current;
+  }
+}

@@ -1,0 +1,186 @@
+/**
+ * The planner's vocabulary: what it is asked, what it looks at, and what it answers. Plans are
+ * records (data), and rejections are structured reasons with byte figures, not sentences.
+ */
+import type { DeviceHealth } from '../telemetry/types.js';
+import type { PressureLevel, Priority } from './policy.js';
+
+/**
+ * The verdict, and what the caller does next.
+ */
+export type Verdict =
+  /** It fits now: take the lease and load. */
+  | 'ADMIT'
+  /** It fits once the listed idle engines are stopped: stop them (gracefully), then take the
+   *  lease and load. */
+  | 'ADMIT_AFTER_EVICTION'
+  /** Not now, but possibly soon (leases will materialise, busy engines will finish, telemetry
+   *  will come back, pressure will ease): keep the request queued and plan again on the next
+   *  change. */
+  | 'QUEUE'
+  /** It cannot fit on this device (or the device is under critical external pressure): tell the
+   *  user what it needs and what is in the way; do not retry without a change. */
+  | 'REJECT_CAPACITY'
+  /** The device has failed: do not place anything on it. */
+  | 'REJECT_HEALTH'
+  /** An operator control forbids it (draining, lab paused, capability not allowed). */
+  | 'REJECT_POLICY';
+
+export const VERDICTS: readonly Verdict[] = ['ADMIT', 'ADMIT_AFTER_EVICTION', 'QUEUE', 'REJECT_CAPACITY', 'REJECT_HEALTH', 'REJECT_POLICY'];
+
+export type Attribution =
+  /** Per-process figures from the driver account for every managed engine. */
+  | 'KNOWN'
+  /** No per-process figures: the engines' envelopes stand in for their use. */
+  | 'ESTIMATED'
+  /** Telemetry stale or missing: nothing is schedulable. */
+  | 'UNKNOWN';
+
+export type ReasonCode =
+  | 'FITS'
+  | 'FITS_AFTER_EVICTION'
+  | 'WAIT_FOR_LEASES'
+  | 'WAIT_FOR_BUSY_ENGINES'
+  | 'TELEMETRY_STALE'
+  | 'TELEMETRY_MISSING'
+  | 'PRESSURE_DEFERS_BACKGROUND'
+  | 'EXTERNAL_GPU_PRESSURE'
+  | 'INSUFFICIENT_CAPACITY'
+  | 'EXCEEDS_DEVICE'
+  | 'DEVICE_FAILED'
+  | 'DRAINING'
+  | 'LAB_PAUSED'
+  | 'CAPABILITY_NOT_ALLOWED';
+
+/** A reason: a code and the figures behind it (bytes, levels, names), never prose. */
+export interface Reason {
+  code: ReasonCode;
+  requestedBytes?: number;
+  schedulableBytes?: number;
+  freeableBytes?: number;
+  pendingBytes?: number;
+  capacityBytes?: number;
+  unmanagedExternalBytes?: number;
+  sampleAgeUs?: number;
+  pressure?: PressureLevel;
+  capability?: string;
+  health?: DeviceHealth;
+}
+
+export interface PlanRequest {
+  /** What the client asked for (`chat`, `code`, …). */
+  capability: string;
+  /** A stable identity of the model (a hash of path, size and mtime): shapes and hashes only. */
+  modelKey: string;
+  contextSize: number;
+  gpuLayers: number;
+  engineKind: string;
+  priority: Priority;
+  /** The envelope's peak: measured on an earlier load, or estimated from the GGUF. */
+  peakBytes: number;
+  peakSource: 'MEASURED' | 'ESTIMATED';
+}
+
+export interface DeviceState {
+  key: string;
+  name: string;
+  totalBytes: number;
+  observedUsedBytes: number;
+  /** Per-process use from the driver; null when it cannot attribute memory to processes. */
+  processes: readonly { pid: number; usedBytes: number }[] | null;
+  health: DeviceHealth;
+  sampledAtUs: number;
+}
+
+/** An engine GPU Share started and manages on this device. */
+export interface ManagedResident {
+  id: string;
+  pid: number;
+  priority: Priority;
+  pinned: boolean;
+  /** Serving or loading right now: never evicted. */
+  busy: boolean;
+  /** When it last finished work (wall µs); longest idle is evicted first. */
+  idleSinceUs: number;
+  /** Its envelope's peak: stands in for its use when the driver cannot attribute memory. */
+  envelopeBytes: number;
+}
+
+/** Memory promised to a load in progress. */
+export interface Lease {
+  id: string;
+  reservedBytes: number;
+  /** What the loading process already uses (it grows towards reservedBytes). */
+  materializedBytes: number;
+  expiresAtUs: number;
+}
+
+export interface OperatorControls {
+  draining: boolean;
+  labPaused: boolean;
+  /** null: every capability is allowed. */
+  allowedCapabilities: readonly string[] | null;
+}
+
+export interface PlannerSnapshot {
+  nowUs: number;
+  /** null: no telemetry for the device at all. */
+  device: DeviceState | null;
+  residents: readonly ManagedResident[];
+  leases: readonly Lease[];
+  pressure: PressureLevel;
+  controls: OperatorControls;
+}
+
+export interface Breakdown {
+  totalBytes: number;
+  observedUsedBytes: number;
+  managedResidentBytes: number;
+  unmanagedExternalBytes: number;
+  futureLeaseBytes: number;
+  reserveBytes: number;
+  schedulableBytes: number;
+  requirementBytes: number;
+  /** observed − attributed managed: may be negative (a driver that under-reports); diagnosis only. */
+  invariantDeltaBytes: number;
+  physicalUsedBytes: number;
+}
+
+export interface Eviction {
+  id: string;
+  pid: number;
+  priority: Priority;
+  freedBytes: number;
+  idleForUs: number;
+}
+
+export interface PlacementPlan {
+  verdict: Verdict;
+  reasons: Reason[];
+  policy: string;
+  fingerprint: string;
+  attribution: Attribution;
+  breakdown: Breakdown;
+  request: PlanRequest;
+  device: { key: string; name: string; health: DeviceHealth } | null;
+  /** Eligible state: what the device could offer at planning time. */
+  eligible: { pressure: PressureLevel; sampleAgeUs: number | null };
+  residents: { id: string; pid: number; priority: Priority; busy: boolean; pinned: boolean; usedBytes: number }[];
+  evictions: Eviction[];
+  /** Schedulable bytes before, and what would be left after placing the request (after the
+   *  evictions); negative when it does not fit. */
+  headroomBeforeBytes: number;
+  headroomAfterBytes: number;
+  plannedAtUs: number;
+}
+
+/** Bad input (NaN, negative, missing numbers): never a verdict. */
+export class PlannerInputError extends Error {
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
+    super(`${field}: ${message}`);
+    this.name = 'PlannerInputError';
+  }
+}

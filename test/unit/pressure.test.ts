@@ -1,0 +1,49 @@
+/** Pressure hysteresis with a fake clock: worsens at once, recovers after 30 s below the exit. */
+import { describe, expect, it } from 'vitest';
+import { FakeClock } from '../../electron/core/clock.js';
+import { POLICY_M10_V1 } from '../../electron/core/planner/policy.js';
+import { PressureTracker } from '../../electron/core/planner/pressure.js';
+
+describe('PressureTracker', () => {
+  it('worsens at once through every level', () => {
+    const clock = new FakeClock();
+    const tracker = new PressureTracker(POLICY_M10_V1);
+    expect(tracker.observe(0.5, clock.monoUs())).toBe('NORMAL');
+    expect(tracker.observe(0.8, clock.monoUs())).toBe('ELEVATED');
+    expect(tracker.observe(0.9, clock.monoUs())).toBe('HIGH');
+    expect(tracker.observe(0.97, clock.monoUs())).toBe('CRITICAL');
+    expect(new PressureTracker(POLICY_M10_V1).observe(0.99, 0)).toBe('CRITICAL');
+  });
+
+  it('recovers only after 30 s below the exit threshold, and a blip restarts the hold', () => {
+    const clock = new FakeClock();
+    const tracker = new PressureTracker(POLICY_M10_V1);
+    tracker.observe(0.95, clock.monoUs()); // HIGH
+    // Between exit (0.85) and enter (0.90): stays HIGH however long.
+    for (let i = 0; i < 100; i++) {
+      clock.advance(1_000_000);
+      expect(tracker.observe(0.87, clock.monoUs())).toBe('HIGH');
+    }
+    // Below HIGH's exit, still above ELEVATED's: 29.9 s is not enough.
+    for (let t = 0; t < 29_900_000; t += 100_000) {
+      expect(tracker.observe(0.8, clock.monoUs())).toBe('HIGH');
+      clock.advance(100_000);
+    }
+    expect(tracker.observe(0.86, clock.monoUs())).toBe('HIGH'); // a blip at 0.86 restarts the hold
+    clock.advance(29_000_000);
+    expect(tracker.observe(0.8, clock.monoUs())).toBe('HIGH');
+    clock.advance(30_000_000);
+    expect(tracker.observe(0.8, clock.monoUs())).toBe('ELEVATED'); // 30 s below 0.85: one level down
+    clock.advance(30_000_000);
+    expect(tracker.observe(0.8, clock.monoUs())).toBe('ELEVATED'); // 0.80 still holds ELEVATED (exit 0.75)
+    tracker.observe(0.5, clock.monoUs());
+    clock.advance(30_000_000);
+    expect(tracker.observe(0.5, clock.monoUs())).toBe('NORMAL');
+  });
+
+  it('ignores an unknown reading', () => {
+    const tracker = new PressureTracker(POLICY_M10_V1);
+    tracker.observe(0.92, 0);
+    expect(tracker.observe(Number.NaN, 1)).toBe('HIGH');
+  });
+});
