@@ -7,6 +7,13 @@ import { RegistryError, loadRegistryHelper } from '../native/helper.js';
 import { runJoin } from './core/commands/join.js';
 import { runPeers } from './core/commands/peers.js';
 import { runPaced } from './core/commands/run.js';
+import { PlanCommandError, runPlan } from './core/commands/plan.js';
+import { systemClock } from './core/clock.js';
+import { defaultDataDir } from './core/paths.js';
+import { PlannerInputError } from './core/planner/types.js';
+import { TelemetryError } from './core/telemetry/types.js';
+import { EstimateError } from './core/planner/estimate.js';
+import { EnvelopeFileError } from './core/planner/envelopes.js';
 import { loadProcessControl } from '../native/process-control.js';
 import { processIo } from './core/commands/io.js';
 import { checkGpuKey, checkIntervalMs, checkName, checkWeight, type Checked } from './core/registry/validate.js';
@@ -26,6 +33,13 @@ const gpuKeyOption = (): Option =>
   new Option('--gpu-key <key>', 'registry key of the device: a GPU UUID (GPU-…), metal-0 or cpu-0').argParser(parser(checkGpuKey)).makeOptionMandatory();
 const intervalOption = (): Option =>
   new Option('--interval <ms>', 'refresh interval for --watch, in milliseconds').argParser(parser(checkIntervalMs)).default(500);
+
+const wholeNumber = (min: number, max: number) => (raw: string): Checked<number> => {
+  const value = /^\d+$/.test(raw.trim()) ? Number(raw) : Number.NaN;
+  return Number.isSafeInteger(value) && value >= min && value <= max ? { ok: true, value } : { ok: false, message: `must be a whole number from ${min} to ${max} (got ${JSON.stringify(raw)})` };
+};
+const oneOf = <T extends string>(values: readonly T[]) => (raw: string): Checked<T> =>
+  (values as readonly string[]).includes(raw) ? { ok: true, value: raw as T } : { ok: false, message: `must be one of ${values.join(', ')} (got ${JSON.stringify(raw)})` };
 
 export function buildProgram(run: (work: () => Promise<number>) => void): Command {
   const program = new Command('gpu-share')
@@ -87,6 +101,32 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
       run(async () => runPaced({ gpuKey: opts.gpuKey, weight: opts.weight, name: opts.name, command, args }, processIo, loadRegistryHelper(), await loadProcessControl())),
     );
 
+  program
+    .command('plan')
+    .description('dry-run the VRAM planner for a model: verdict, reasons and the VRAM breakdown (exit 0 admit, 3 queue, 4 reject)')
+    .requiredOption('--model <file.gguf>', 'the GGUF model file')
+    .addOption(new Option('--ctx <n>', 'context size in tokens').argParser(parser(wholeNumber(1, 10_000_000))).makeOptionMandatory())
+    .addOption(new Option('--gpu-layers <n>', 'layers to offload (99 = all)').argParser(parser(wholeNumber(0, 100_000))).default(99))
+    .addOption(new Option('--priority <p>', 'interactive, background or lab').argParser(parser(oneOf(['interactive', 'background', 'lab'] as const))).default('interactive'))
+    .option('--capability <name>', 'the capability the model would serve', 'chat')
+    .addOption(new Option('--engine <kind>', 'engine kind').argParser(parser(oneOf(['builtin', 'llama-server', 'llamafile', 'opencoti-llamafile', 'command'] as const))).default('builtin'))
+    .option('--sim <file>', 'simulated telemetry from a JSON file (also $GPU_SHARE_SIM)')
+    .addOption(new Option('--device <key>', 'plan for this device (default: the first one)').argParser(parser(checkGpuKey)))
+    .option('--data-dir <dir>', 'where envelopes (measured peaks) are kept', defaultDataDir())
+    .option('--json', 'print the PlacementPlan as JSON', false)
+    .exitOverride()
+    .action(
+      (opts: { model: string; ctx: number; gpuLayers: number; priority: 'interactive' | 'background' | 'lab'; capability: string; engine: string; sim?: string; device?: string; dataDir: string; json: boolean }) =>
+        run(() => {
+          const helper = loadRegistryHelper();
+          return runPlan(
+            { model: opts.model, contextSize: opts.ctx, gpuLayers: opts.gpuLayers, priority: opts.priority, capability: opts.capability, engineKind: opts.engine, simFile: opts.sim, deviceKey: opts.device, dataDir: opts.dataDir, json: opts.json },
+            processIo,
+            systemClock(() => helper.wallUs()),
+          );
+        }),
+    );
+
   return program;
 }
 
@@ -97,9 +137,11 @@ export function main(argv: readonly string[]): void {
         process.exitCode = code;
       },
       (error: unknown) => {
-        const message = error instanceof RegistryError ? error.message : error instanceof Error ? (error.stack ?? error.message) : String(error);
+        // Expected failures are one clear line; anything else is a bug and shows its stack.
+        const expected = [RegistryError, PlanCommandError, PlannerInputError, TelemetryError, EstimateError, EnvelopeFileError].some((kind) => error instanceof kind);
+        const message = error instanceof Error ? (expected ? error.message : (error.stack ?? error.message)) : String(error);
         process.stderr.write(`gpu-share: ${message}\n`);
-        process.exitCode = EXIT.FAILED;
+        process.exitCode = error instanceof PlanCommandError ? EXIT.USAGE : EXIT.FAILED;
       },
     );
   };

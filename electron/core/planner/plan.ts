@@ -9,7 +9,7 @@
  *   schedulable        = max(0, total − physical_used − future_lease − dynamic_reserve)
  *   requirement        = peak + max(128 MiB, 10 % of peak)
  */
-import { fingerprintOf, type Canonical } from './fingerprint.js';
+import { fingerprintOf, type CanonicalValue } from './fingerprint.js';
 import { PRIORITY_RANK, dynamicReserveBytes, requirementBytes, type PlannerPolicy } from './policy.js';
 import {
   PlannerInputError,
@@ -88,13 +88,12 @@ export function account(request: PlanRequest, snapshot: PlannerSnapshot, policy:
   const stale = device === null || (sampleAgeUs ?? 0) > policy.staleAfterUs;
   const processes = device?.processes ?? null;
   const attribution: Attribution = stale ? 'UNKNOWN' : processes !== null ? 'KNOWN' : 'ESTIMATED';
+  const byPid = new Map<number, number>();
+  if (processes !== null) for (const p of processes) byPid.set(p.pid, (byPid.get(p.pid) ?? 0) + p.usedBytes);
   const usedBy = new Map<string, number>();
   for (const resident of snapshot.residents) {
-    let used = resident.envelopeBytes;
-    if (attribution === 'KNOWN' && processes !== null) {
-      used = processes.filter((p) => p.pid === resident.pid).reduce((sum, p) => sum + p.usedBytes, 0);
-    }
-    usedBy.set(resident.id, used);
+    // A managed engine the driver does not list uses nothing on the device (yet).
+    usedBy.set(resident.id, attribution === 'KNOWN' ? (byPid.get(resident.pid) ?? 0) : resident.envelopeBytes);
   }
   const total = device?.totalBytes ?? 0;
   const observed = device?.observedUsedBytes ?? 0;
@@ -194,30 +193,34 @@ function decide(request: PlanRequest, snapshot: PlannerSnapshot, acc: Accounting
   };
 }
 
-function canonicalInputs(request: PlanRequest, snapshot: PlannerSnapshot, policy: PlannerPolicy): Canonical {
-  const byId = <T extends { id: string }>(xs: readonly T[]): T[] => [...xs].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  const device = snapshot.device;
-  return {
-    policy: policy.revision,
-    request: { ...request },
-    nowUs: snapshot.nowUs,
-    pressure: snapshot.pressure,
-    controls: { draining: snapshot.controls.draining, labPaused: snapshot.controls.labPaused, allowedCapabilities: snapshot.controls.allowedCapabilities === null ? null : [...snapshot.controls.allowedCapabilities].sort() },
-    device:
-      device === null
-        ? null
-        : {
-            key: device.key,
-            name: device.name,
-            totalBytes: device.totalBytes,
-            observedUsedBytes: device.observedUsedBytes,
-            health: device.health,
-            sampledAtUs: device.sampledAtUs,
-            processes: device.processes === null ? null : [...device.processes].sort((a, b) => a.pid - b.pid || a.usedBytes - b.usedBytes).map((p) => ({ pid: p.pid, usedBytes: p.usedBytes })),
-          },
-    residents: byId(snapshot.residents).map((r) => ({ ...r })),
-    leases: byId(snapshot.leases).map((l) => ({ ...l })),
-  };
+const byId = (a: { id: string }, b: { id: string }): number => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
+/** Every input field, picked in a fixed order (so key order in the caller's objects does not
+ *  matter), lists sorted (so their order does not either). */
+function canonicalInputs(request: PlanRequest, snapshot: PlannerSnapshot, policy: PlannerPolicy): CanonicalValue[] {
+  const r = request;
+  const d = snapshot.device;
+  const c = snapshot.controls;
+  return [
+    policy.revision,
+    [r.capability, r.modelKey, r.contextSize, r.gpuLayers, r.engineKind, r.priority, r.peakBytes, r.peakSource],
+    snapshot.nowUs,
+    snapshot.pressure,
+    [c.draining, c.labPaused, c.allowedCapabilities === null ? null : [...c.allowedCapabilities].sort()],
+    d === null
+      ? null
+      : [d.key, d.name, d.totalBytes, d.observedUsedBytes, d.health, d.sampledAtUs, d.processes === null ? null : [...d.processes].sort((x, y) => x.pid - y.pid || x.usedBytes - y.usedBytes).map((p) => [p.pid, p.usedBytes])],
+    [...snapshot.residents].sort(byId).map((x) => [x.id, x.pid, x.priority, x.pinned, x.busy, x.idleSinceUs, x.envelopeBytes]),
+    [...snapshot.leases].sort(byId).map((x) => [x.id, x.reservedBytes, x.materializedBytes, x.expiresAtUs]),
+  ];
+}
+
+function canonicalResult(decision: Decision): CanonicalValue[] {
+  return [
+    decision.verdict,
+    decision.reasons.map((x) => [x.code, x.requestedBytes, x.schedulableBytes, x.freeableBytes, x.pendingBytes, x.capacityBytes, x.unmanagedExternalBytes, x.sampleAgeUs, x.pressure, x.capability, x.health]),
+    decision.evictions.map((e) => [e.id, e.pid, e.priority, e.freedBytes, e.idleForUs]),
+  ];
 }
 
 export function plan(request: PlanRequest, snapshot: PlannerSnapshot, policy: PlannerPolicy): PlacementPlan {
@@ -227,10 +230,9 @@ export function plan(request: PlanRequest, snapshot: PlannerSnapshot, policy: Pl
   const freed = evictions.reduce((sum, e) => sum + e.freedBytes, 0);
   const b = acc.breakdown;
   const residents = [...snapshot.residents]
-    .sort((a, z) => (a.id < z.id ? -1 : a.id > z.id ? 1 : 0))
+    .sort(byId)
     .map((r) => ({ id: r.id, pid: r.pid, priority: r.priority, busy: r.busy, pinned: r.pinned, usedBytes: acc.usedBy.get(r.id) ?? 0 }));
-  const result = { verdict, reasons: reasons.map((r) => ({ ...r })), evictions: evictions.map((e) => ({ ...e })) };
-  const fingerprint = fingerprintOf({ inputs: canonicalInputs(request, snapshot, policy), result } as unknown as Canonical);
+  const fingerprint = fingerprintOf([canonicalInputs(request, snapshot, policy), canonicalResult({ verdict, reasons, evictions })]);
   return {
     verdict,
     reasons,

@@ -22,6 +22,9 @@ export interface DeviceSample {
   usedBytes: number;
   /** Per-process use; null when the device or driver cannot attribute memory to processes. */
   processes: ProcessUsage[] | null;
+  /** Processes the device lists but whose use it cannot say (NVML_VALUE_NOT_AVAILABLE); they are
+   *  not in `processes`. Absent when there are none. */
+  unknownUsagePids?: number[];
   /** 0–100; null when unknown. */
   utilizationPct: number | null;
   temperatureC: number | null;
@@ -62,3 +65,10 @@ export interface TelemetryProvider {
 /** A sample older than this is stale: the planner treats the device as UNKNOWN. */
 export const STALE_AFTER_US = 2_000_000;
 export const SAMPLE_INTERVAL_MS = 500;
+
+/** Whether a sample is too old to plan on (older than STALE_AFTER_US at nowUs). A sample stamped
+ *  more than STALE_AFTER_US in the future is stale too: the wall clock stepped back since. */
+export function isStale(sample: Pick<DeviceSample, 'sampledAtUs'>, nowUs: number): boolean {
+  const ageUs = nowUs - sample.sampledAtUs;
+  return ageUs > STALE_AFTER_US || ageUs < -STALE_AFTER_US;
+}

@@ -1,0 +1,85 @@
+/**
+ * `gpu-share plan`: a dry-run of the planner for one model on this machine's device. Prints the
+ * verdict, the reasons and the VRAM breakdown (or the PlacementPlan as JSON). Exit code: 0 admitted
+ * (possibly after evictions), 3 queued, 4 rejected.
+ */
+import { existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Clock } from '../clock.js';
+import { describePlan } from '../planner/describe.js';
+import { EnvelopeStore, modelIdentity } from '../planner/envelopes.js';
+import { estimateFromGguf } from '../planner/estimate.js';
+import { plan } from '../planner/plan.js';
+import { POLICY_M10_V1, type Priority } from '../planner/policy.js';
+import { PressureTracker } from '../planner/pressure.js';
+import { snapshotFromSample, usedFraction } from '../planner/snapshot.js';
+import type { PlacementPlan } from '../planner/types.js';
+import { discoverTelemetry } from '../telemetry/discovery.js';
+import type { CommandIo } from './io.js';
+
+export interface PlanOptions {
+  model: string;
+  contextSize: number;
+  gpuLayers: number;
+  priority: Priority;
+  capability: string;
+  engineKind: string;
+  simFile: string | undefined;
+  deviceKey: string | undefined;
+  dataDir: string;
+  json: boolean;
+}
+
+export const PLAN_EXIT = { ADMITTED: 0, QUEUED: 3, REJECTED: 4 } as const;
+
+export function exitCodeForPlan(p: PlacementPlan): number {
+  if (p.verdict === 'ADMIT' || p.verdict === 'ADMIT_AFTER_EVICTION') return PLAN_EXIT.ADMITTED;
+  return p.verdict === 'QUEUE' ? PLAN_EXIT.QUEUED : PLAN_EXIT.REJECTED;
+}
+
+/** A bad flag value found while running (a missing model file, an unknown device): exit code 2. */
+export class PlanCommandError extends Error {}
+
+export async function runPlan(options: PlanOptions, io: CommandIo, clock: Clock): Promise<number> {
+  if (!existsSync(options.model) || !statSync(options.model).isFile()) throw new PlanCommandError(`--model: no such file: ${options.model}`);
+  const identity = modelIdentity(options.model);
+  const envelopes = new EnvelopeStore(join(options.dataDir, 'envelopes.json'));
+  const key = { modelKey: identity.modelKey, contextSize: options.contextSize, gpuLayers: options.gpuLayers, engineKind: options.engineKind };
+  const measured = envelopes.get(key);
+  // The estimate first (it loads llama.cpp, ~1 s), so that the telemetry sample is fresh.
+  const estimate = measured === undefined ? await estimateFromGguf(options.model, { contextSize: options.contextSize, gpuLayers: options.gpuLayers }) : null;
+  const { provider, reason } = discoverTelemetry({ simFile: options.simFile, wallUs: () => clock.wallUs() });
+  try {
+    const samples = provider.sample();
+    const sample = options.deviceKey === undefined ? (samples[0] ?? null) : (samples.find((s) => s.key === options.deviceKey) ?? null);
+    if (options.deviceKey !== undefined && sample === null) {
+      throw new PlanCommandError(`--device: no device ${options.deviceKey}; this machine has ${samples.map((s) => s.key).join(', ') || 'none'}`);
+    }
+    const pressure = new PressureTracker(POLICY_M10_V1);
+    const level = sample === null ? 'NORMAL' : pressure.observe(usedFraction(sample), clock.monoUs());
+    const result = plan(
+      {
+        capability: options.capability,
+        modelKey: identity.modelKey,
+        contextSize: options.contextSize,
+        gpuLayers: options.gpuLayers,
+        engineKind: options.engineKind,
+        priority: options.priority,
+        peakBytes: measured?.peakBytes ?? estimate?.peakBytes ?? 0,
+        peakSource: measured === undefined ? 'ESTIMATED' : 'MEASURED',
+      },
+      snapshotFromSample({ nowUs: clock.wallUs(), sample, pressure: level }),
+      POLICY_M10_V1,
+    );
+    if (options.json) {
+      io.out(JSON.stringify(result));
+    } else {
+      io.out(`telemetry: ${reason}`);
+      if (estimate !== null) io.out(`estimate: ${options.model} (${identity.sizeBytes} B on disk): weights ${estimate.modelBytes} B + context ${estimate.contextBytes} B of ${estimate.basis === 'gpuVram' ? 'VRAM' : 'RAM (no GPU build here)'}`);
+      io.out(describePlan(result).trimEnd());
+    }
+    return exitCodeForPlan(result);
+  } finally {
+    provider.close();
+  }
+}

@@ -1,0 +1,11 @@
+/** Where GPU Share keeps its data (settings, profiles, envelopes, token) when no --data-dir is
+ *  given: the platform's per-user application data folder. */
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+
+export function defaultDataDir(env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform): string {
+  if (env['GPU_SHARE_DATA_DIR']) return env['GPU_SHARE_DATA_DIR'];
+  if (platform === 'win32') return join(env['APPDATA'] ?? join(homedir(), 'AppData', 'Roaming'), 'GPU Share');
+  if (platform === 'darwin') return join(homedir(), 'Library', 'Application Support', 'GPU Share');
+  return join(env['XDG_DATA_HOME'] ?? join(homedir(), '.local', 'share'), 'gpu-share');
+}

@@ -1,0 +1,54 @@
+/**
+ * The estimate of a model's peak memory before it has ever been loaded, from its GGUF file with
+ * node-llama-cpp's GGUF insights (weights plus context at the asked size). Marked ESTIMATED; the
+ * first real load replaces it with a measurement. On a machine whose node-llama-cpp build has no
+ * GPU, the insights report no VRAM, and the RAM figure (the same weights and KV cache) stands in.
+ */
+import { GgufInsights, LlamaLogLevel, getLlama, readGgufFileInfo, type Llama } from 'node-llama-cpp';
+
+export interface GgufEstimate {
+  peakBytes: number;
+  modelBytes: number;
+  contextBytes: number;
+  /** Which figure was used: VRAM when the build can offload, RAM otherwise. */
+  basis: 'gpuVram' | 'cpuRam';
+  trainContextSize: number | null;
+  layers: number | null;
+}
+
+export class EstimateError extends Error {
+  constructor(
+    readonly file: string,
+    message: string,
+  ) {
+    super(`${file}: ${message}`);
+    this.name = 'EstimateError';
+  }
+}
+
+let llamaPromise: Promise<Llama> | null = null;
+
+/** One llama instance per process, never building or downloading anything. */
+function llama(): Promise<Llama> {
+  llamaPromise ??= getLlama({ build: 'never', skipDownload: true, usePrebuiltBinaries: true, progressLogs: false, logLevel: LlamaLogLevel.error, logger: () => undefined });
+  return llamaPromise;
+}
+
+export async function estimateFromGguf(file: string, options: { contextSize: number; gpuLayers: number }): Promise<GgufEstimate> {
+  let info: Awaited<ReturnType<typeof readGgufFileInfo>>;
+  try {
+    info = await readGgufFileInfo(file, { sourceType: 'filesystem' });
+  } catch (error) {
+    throw new EstimateError(file, `not a readable GGUF model (${error instanceof Error ? error.message : String(error)})`);
+  }
+  const insights = await GgufInsights.from(info, await llama());
+  const layers = insights.totalLayers;
+  const gpuLayers = Math.min(options.gpuLayers, layers);
+  const model = insights.estimateModelResourceRequirements({ gpuLayers });
+  const context = insights.estimateContextResourceRequirements({ contextSize: options.contextSize, modelGpuLayers: gpuLayers });
+  const vram = model.gpuVram + context.gpuVram;
+  const useVram = vram > 0;
+  const modelBytes = useVram ? model.gpuVram : model.cpuRam;
+  const contextBytes = useVram ? context.gpuVram : context.cpuRam;
+  return { peakBytes: modelBytes + contextBytes, modelBytes, contextBytes, basis: useVram ? 'gpuVram' : 'cpuRam', trainContextSize: insights.trainContextSize ?? null, layers };
+}

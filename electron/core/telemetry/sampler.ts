@@ -1,0 +1,148 @@
+/**
+ * Samples a provider every SAMPLE_INTERVAL_MS and keeps the latest sample of each device and the
+ * last error. A failing provider does not stop the sampling: its devices keep their last samples,
+ * which go stale after STALE_AFTER_US (the planner then treats the device as UNKNOWN), and the next
+ * good sample replaces them. A device that disappears from the provider's answer goes stale too.
+ *
+ * Time comes in from outside: `tick()` samples once (tests call it with a fake clock), `start()`
+ * runs tick() on a timer (injectable).
+ */
+import { isStale, SAMPLE_INTERVAL_MS, TelemetryError, type DeviceSample, type TelemetryProvider } from './types.js';
+
+/** The subset of setInterval/clearInterval the sampler uses. */
+export interface SamplerTimer {
+  setInterval(callback: () => void, ms: number): unknown;
+  clearInterval(handle: unknown): void;
+}
+
+/** The global timers, unref'd so that sampling alone does not keep the process alive. */
+export const systemTimer: SamplerTimer = {
+  setInterval(callback, ms) {
+    const handle = setInterval(callback, ms);
+    handle.unref();
+    return handle;
+  },
+  clearInterval(handle) {
+    clearInterval(handle as ReturnType<typeof setInterval>);
+  },
+};
+
+export interface SamplerOptions {
+  provider: TelemetryProvider;
+  /** Wall-clock µs: when errors happened (samples carry their own time). */
+  wallUs: () => number;
+  intervalMs?: number;
+  timer?: SamplerTimer;
+  /** After each good sample. */
+  onSample?: (samples: readonly DeviceSample[]) => void;
+  /** After each failed sample. */
+  onError?: (error: TelemetryError) => void;
+}
+
+export interface SamplerError {
+  error: TelemetryError;
+  atUs: number;
+}
+
+export class TelemetrySampler {
+  readonly provider: TelemetryProvider;
+  readonly intervalMs: number;
+  private readonly wallUs: () => number;
+  private readonly timer: SamplerTimer;
+  private readonly onSample: ((samples: readonly DeviceSample[]) => void) | undefined;
+  private readonly onError: ((error: TelemetryError) => void) | undefined;
+  private readonly latestByKey = new Map<string, DeviceSample>();
+  private error: SamplerError | null = null;
+  private lastOk = false;
+  private failures = 0;
+  private handle: unknown = null;
+
+  constructor(options: SamplerOptions) {
+    this.provider = options.provider;
+    this.wallUs = options.wallUs;
+    this.intervalMs = options.intervalMs ?? SAMPLE_INTERVAL_MS;
+    this.timer = options.timer ?? systemTimer;
+    this.onSample = options.onSample;
+    this.onError = options.onError;
+  }
+
+  /** Samples once now, then every intervalMs. */
+  start(): void {
+    if (this.handle !== null) return;
+    this.tick();
+    this.handle = this.timer.setInterval(() => this.tick(), this.intervalMs);
+  }
+
+  stop(): void {
+    if (this.handle === null) return;
+    this.timer.clearInterval(this.handle);
+    this.handle = null;
+  }
+
+  get running(): boolean {
+    return this.handle !== null;
+  }
+
+  /** One sample; never throws. Returns the samples, or null when the provider failed. */
+  tick(): DeviceSample[] | null {
+    let samples: DeviceSample[];
+    try {
+      samples = this.provider.sample();
+    } catch (thrown) {
+      const error =
+        thrown instanceof TelemetryError
+          ? thrown
+          : new TelemetryError('DRIVER_ERROR', `the ${this.provider.source} provider failed: ${thrown instanceof Error ? thrown.message : String(thrown)}`);
+      this.error = { error, atUs: this.wallUs() };
+      this.lastOk = false;
+      this.failures++;
+      this.onError?.(error);
+      return null;
+    }
+    for (const sample of samples) this.latestByKey.set(sample.key, sample);
+    this.lastOk = true;
+    this.onSample?.(samples);
+    return samples;
+  }
+
+  /** The latest sample of a device, however old (check isStale), or null if never seen. */
+  latest(key: string): DeviceSample | null {
+    return this.latestByKey.get(key) ?? null;
+  }
+
+  /** The latest sample of every device seen, in the order first seen. */
+  all(): DeviceSample[] {
+    return [...this.latestByKey.values()];
+  }
+
+  /** The latest sample of a device if it is fresh at nowUs, else null. */
+  fresh(key: string, nowUs: number): DeviceSample | null {
+    const sample = this.latest(key);
+    return sample !== null && !isStale(sample, nowUs) ? sample : null;
+  }
+
+  isStale(sample: Pick<DeviceSample, 'sampledAtUs'>, nowUs: number): boolean {
+    return isStale(sample, nowUs);
+  }
+
+  /** The most recent failure (kept after later successes; see ok). */
+  lastError(): SamplerError | null {
+    return this.error;
+  }
+
+  /** Whether the last tick succeeded. */
+  get ok(): boolean {
+    return this.lastOk;
+  }
+
+  /** How many ticks failed in all. */
+  get failureCount(): number {
+    return this.failures;
+  }
+
+  /** Stops sampling and closes the provider. */
+  close(): void {
+    this.stop();
+    this.provider.close();
+  }
+}

@@ -1,0 +1,82 @@
+/** `gpu-share plan` end to end: a generated GGUF, simulated telemetry, the real CLI. */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { GiB } from '../../electron/core/planner/policy.js';
+import { TINY_GGUF_SPEC, writeGguf } from '../fixtures/gguf.js';
+import { CLI } from '../fixtures/procs.js';
+
+let dir = '';
+let model = '';
+
+function sim(name: string, devices: unknown[]): string {
+  const file = join(dir, `${name}.json`);
+  writeFileSync(file, JSON.stringify({ devices }));
+  return file;
+}
+
+function plan(args: string[]): { code: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [CLI, 'plan', '--data-dir', join(dir, 'data'), ...args], { encoding: 'utf8', timeout: 30_000 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'gpushare-plan-'));
+  model = join(dir, 'tiny.gguf');
+  writeGguf(model, TINY_GGUF_SPEC);
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const device = (usedBytes: number, extra: Record<string, unknown> = {}): Record<string, unknown> => ({ key: 'GPU-sim-0', name: 'Sim 24GB', totalBytes: 24 * GiB, usedBytes, processes: [{ pid: 4242, usedBytes }], health: 'OK', ...extra });
+
+describe('gpu-share plan', () => {
+  it('admits a small model on a mostly free device and prints the PlacementPlan as JSON', () => {
+    const r = plan(['--model', model, '--ctx', '256', '--sim', sim('free', [device(2 * GiB)]), '--json']);
+    expect(r.code).toBe(0);
+    const p = JSON.parse(r.stdout) as Record<string, unknown> & { breakdown: Record<string, number>; reasons: { code: string }[] };
+    expect(p['verdict']).toBe('ADMIT');
+    expect(p['policy']).toBe('m10-v1');
+    expect(p['attribution']).toBe('KNOWN');
+    expect(p['fingerprint']).toMatch(/^[0-9a-f]{16}$/);
+    expect(p.reasons[0]?.code).toBe('FITS');
+    expect(Object.keys(p.breakdown)).toEqual(expect.arrayContaining(['totalBytes', 'observedUsedBytes', 'managedResidentBytes', 'unmanagedExternalBytes', 'futureLeaseBytes', 'reserveBytes', 'schedulableBytes', 'requirementBytes']));
+    expect(p.breakdown['totalBytes']).toBe(24 * GiB);
+    expect(p.breakdown['unmanagedExternalBytes']).toBe(2 * GiB);
+    expect(p.breakdown['reserveBytes']).toBe(Math.round(0.05 * 24 * GiB));
+    expect(p.breakdown['schedulableBytes']).toBe(24 * GiB - 2 * GiB - Math.round(0.05 * 24 * GiB));
+  });
+
+  it('prints a readable breakdown and exits 4 when the device is full of someone else’s memory', () => {
+    const r = plan(['--model', model, '--ctx', '256', '--sim', sim('full', [device(23 * GiB)])]);
+    expect(r.code).toBe(4);
+    expect(r.stdout).toContain('verdict: REJECT_CAPACITY');
+    expect(r.stdout).toMatch(/unmanaged external\s+23\.00 GiB/);
+    expect(r.stdout).toMatch(/schedulable\s+0 B/);
+  });
+
+  it('refuses a failed device (REJECT_HEALTH, exit 4) and queues lab work under pressure (exit 3)', () => {
+    expect(plan(['--model', model, '--ctx', '256', '--sim', sim('lost', [device(1 * GiB, { health: 'FAILED' })])]).code).toBe(4);
+    const r = plan(['--model', model, '--ctx', '256', '--priority', 'lab', '--sim', sim('pressure', [device(20 * GiB)]), '--json']);
+    expect(r.code).toBe(3);
+    expect(JSON.parse(r.stdout)).toMatchObject({ verdict: 'QUEUE', reasons: [{ code: 'PRESSURE_DEFERS_BACKGROUND', pressure: 'ELEVATED' }] });
+  });
+
+  it('names what is wrong with bad input', () => {
+    const missing = plan(['--model', join(dir, 'nope.gguf'), '--ctx', '256']);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('--model');
+    const badCtx = plan(['--model', model, '--ctx', 'lots']);
+    expect(badCtx.code).toBe(2);
+    expect(badCtx.stderr).toContain('--ctx');
+    const badSim = plan(['--model', model, '--ctx', '256', '--sim', sim('bad', [{ key: 'GPU-x', name: 'x', totalBytes: 10, usedBytes: 20 }])]);
+    expect(badSim.code).toBe(1);
+    expect(badSim.stderr).toContain('devices[0].usedBytes');
+    const notGguf = join(dir, 'not.gguf');
+    writeFileSync(notGguf, 'hello');
+    const bad = plan(['--model', notGguf, '--ctx', '256', '--sim', sim('ok', [device(1 * GiB)])]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('not a readable GGUF');
+  });
+});
