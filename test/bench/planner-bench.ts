@@ -37,7 +37,7 @@ function world(i: number): { request: PlanRequest; snapshot: PlannerSnapshot } {
 
 function main(): void {
   const worlds = Array.from({ length: 64 }, (_, i) => world(i));
-  for (let i = 0; i < 3000; i++) {
+  for (let i = 0; i < 10_000; i++) {
     const w = worlds[i % worlds.length];
     if (w) plan(w.request, w.snapshot, POLICY_M10_V1);
   }

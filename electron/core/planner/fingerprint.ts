@@ -1,70 +1,69 @@
 /**
  * A plan's fingerprint: a hash of its canonical inputs and result. The caller feeds every field in
  * a fixed order and sorts the lists whose order carries no meaning, so the same inputs in any order
- * (of keys or of list items) give the same fingerprint. Values are written in a tagged binary form
- * (numbers as 8-byte doubles) rather than as JSON: formatting ~250 numbers as text cost more than
- * the rest of a plan.
+ * (of keys or of list items) give the same fingerprint.
+ *
+ * The canonical form is two streams hashed together: the structure and the strings as text (tags,
+ * lengths, characters) and the numbers as raw 8-byte doubles. Typed calls (str, num, …) rather than
+ * a generic walk over values, and no decimal formatting of numbers: those two cost more than the
+ * rest of a plan.
  */
 import { createHash } from 'node:crypto';
 
-export type CanonicalValue = null | undefined | boolean | number | string | readonly CanonicalValue[];
+export class Fingerprint {
+  private structure = '';
+  private numbers = new Float64Array(1024);
+  private count = 0;
 
-const TAG = { null: 0, false: 1, true: 2, number: 3, string: 4, list: 5 } as const;
+  reset(): this {
+    this.structure = '';
+    this.count = 0;
+    return this;
+  }
 
-export class CanonicalWriter {
-  private buffer = new Uint8Array(4096);
-  private view = new DataView(this.buffer.buffer);
-  private length = 0;
-  private readonly encoder = new TextEncoder();
-
-  write(value: CanonicalValue): this {
-    if (value === null || value === undefined) this.byte(TAG.null);
-    else if (value === false) this.byte(TAG.false);
-    else if (value === true) this.byte(TAG.true);
-    else if (typeof value === 'number') {
-      this.byte(TAG.number);
-      this.reserve(8);
-      this.view.setFloat64(this.length, value, true);
-      this.length += 8;
-    } else if (typeof value === 'string') {
-      const bytes = this.encoder.encode(value);
-      this.byte(TAG.string);
-      this.u32(bytes.length);
-      this.reserve(bytes.length);
-      this.buffer.set(bytes, this.length);
-      this.length += bytes.length;
-    } else {
-      this.byte(TAG.list);
-      this.u32(value.length);
-      for (const item of value) this.write(item);
+  num(value: number | undefined): this {
+    if (value === undefined) {
+      this.structure += '0';
+      return this;
     }
+    if (this.count === this.numbers.length) {
+      const bigger = new Float64Array(this.numbers.length * 2);
+      bigger.set(this.numbers);
+      this.numbers = bigger;
+    }
+    this.numbers[this.count++] = value;
+    this.structure += 'n';
+    return this;
+  }
+
+  str(value: string | null | undefined): this {
+    this.structure += value === null || value === undefined ? '0' : `s${value.length}:${value}`;
+    return this;
+  }
+
+  bool(value: boolean): this {
+    this.structure += value ? 't' : 'f';
+    return this;
+  }
+
+  /** A list of `length` items follows. */
+  list(length: number): this {
+    this.structure += `[${length}:`;
     return this;
   }
 
   digest(): string {
-    return createHash('sha256').update(this.buffer.subarray(0, this.length)).digest('hex').slice(0, 16);
-  }
-
-  private byte(b: number): void {
-    this.reserve(1);
-    this.buffer[this.length++] = b;
-  }
-
-  private u32(n: number): void {
-    this.reserve(4);
-    this.view.setUint32(this.length, n, true);
-    this.length += 4;
-  }
-
-  private reserve(n: number): void {
-    if (this.length + n <= this.buffer.length) return;
-    const bigger = new Uint8Array(Math.max(this.buffer.length * 2, this.length + n));
-    bigger.set(this.buffer.subarray(0, this.length));
-    this.buffer = bigger;
-    this.view = new DataView(bigger.buffer);
+    return createHash('sha256')
+      .update(this.structure)
+      .update(new Uint8Array(this.numbers.buffer, 0, this.count * 8))
+      .digest('hex')
+      .slice(0, 16);
   }
 }
 
-export function fingerprintOf(canonical: CanonicalValue): string {
-  return new CanonicalWriter().write(canonical).digest();
+const shared = new Fingerprint();
+
+/** Plans are computed synchronously, one at a time, so one builder serves them all. */
+export function fingerprint(): Fingerprint {
+  return shared.reset();
 }

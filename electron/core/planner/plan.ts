@@ -9,7 +9,7 @@
  *   schedulable        = max(0, total − physical_used − future_lease − dynamic_reserve)
  *   requirement        = peak + max(128 MiB, 10 % of peak)
  */
-import { fingerprintOf, type CanonicalValue } from './fingerprint.js';
+import { fingerprint } from './fingerprint.js';
 import { PRIORITY_RANK, dynamicReserveBytes, requirementBytes, type PlannerPolicy } from './policy.js';
 import {
   PlannerInputError,
@@ -195,32 +195,46 @@ function decide(request: PlanRequest, snapshot: PlannerSnapshot, acc: Accounting
 
 const byId = (a: { id: string }, b: { id: string }): number => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 
-/** Every input field, picked in a fixed order (so key order in the caller's objects does not
- *  matter), lists sorted (so their order does not either). */
-function canonicalInputs(request: PlanRequest, snapshot: PlannerSnapshot, policy: PlannerPolicy): CanonicalValue[] {
+/** Every input and result field, fed in a fixed order (so key order in the caller's objects does
+ *  not matter), lists sorted (so their order does not either). */
+function fingerprintPlan(request: PlanRequest, snapshot: PlannerSnapshot, policy: PlannerPolicy, decision: Decision): string {
+  const f = fingerprint();
   const r = request;
-  const d = snapshot.device;
+  f.str(policy.revision).str(r.capability).str(r.modelKey).num(r.contextSize).num(r.gpuLayers).str(r.engineKind).str(r.priority).num(r.peakBytes).str(r.peakSource);
+  f.num(snapshot.nowUs).str(snapshot.pressure);
   const c = snapshot.controls;
-  return [
-    policy.revision,
-    [r.capability, r.modelKey, r.contextSize, r.gpuLayers, r.engineKind, r.priority, r.peakBytes, r.peakSource],
-    snapshot.nowUs,
-    snapshot.pressure,
-    [c.draining, c.labPaused, c.allowedCapabilities === null ? null : [...c.allowedCapabilities].sort()],
-    d === null
-      ? null
-      : [d.key, d.name, d.totalBytes, d.observedUsedBytes, d.health, d.sampledAtUs, d.processes === null ? null : [...d.processes].sort((x, y) => x.pid - y.pid || x.usedBytes - y.usedBytes).map((p) => [p.pid, p.usedBytes])],
-    [...snapshot.residents].sort(byId).map((x) => [x.id, x.pid, x.priority, x.pinned, x.busy, x.idleSinceUs, x.envelopeBytes]),
-    [...snapshot.leases].sort(byId).map((x) => [x.id, x.reservedBytes, x.materializedBytes, x.expiresAtUs]),
-  ];
-}
-
-function canonicalResult(decision: Decision): CanonicalValue[] {
-  return [
-    decision.verdict,
-    decision.reasons.map((x) => [x.code, x.requestedBytes, x.schedulableBytes, x.freeableBytes, x.pendingBytes, x.capacityBytes, x.unmanagedExternalBytes, x.sampleAgeUs, x.pressure, x.capability, x.health]),
-    decision.evictions.map((e) => [e.id, e.pid, e.priority, e.freedBytes, e.idleForUs]),
-  ];
+  f.bool(c.draining).bool(c.labPaused);
+  if (c.allowedCapabilities === null) f.str(null);
+  else {
+    const allowed = [...c.allowedCapabilities].sort();
+    f.list(allowed.length);
+    for (const name of allowed) f.str(name);
+  }
+  const d = snapshot.device;
+  if (d === null) f.str(null);
+  else {
+    f.str(d.key).str(d.name).num(d.totalBytes).num(d.observedUsedBytes).str(d.health).num(d.sampledAtUs);
+    if (d.processes === null) f.str(null);
+    else {
+      const processes = [...d.processes].sort((x, y) => x.pid - y.pid || x.usedBytes - y.usedBytes);
+      f.list(processes.length);
+      for (const p of processes) f.num(p.pid).num(p.usedBytes);
+    }
+  }
+  const residents = [...snapshot.residents].sort(byId);
+  f.list(residents.length);
+  for (const x of residents) f.str(x.id).num(x.pid).str(x.priority).bool(x.pinned).bool(x.busy).num(x.idleSinceUs).num(x.envelopeBytes);
+  const leases = [...snapshot.leases].sort(byId);
+  f.list(leases.length);
+  for (const x of leases) f.str(x.id).num(x.reservedBytes).num(x.materializedBytes).num(x.expiresAtUs);
+  f.str(decision.verdict).list(decision.reasons.length);
+  for (const x of decision.reasons) {
+    f.str(x.code).num(x.requestedBytes).num(x.schedulableBytes).num(x.freeableBytes).num(x.pendingBytes).num(x.capacityBytes).num(x.unmanagedExternalBytes).num(x.sampleAgeUs);
+    f.str(x.pressure).str(x.capability).str(x.health);
+  }
+  f.list(decision.evictions.length);
+  for (const e of decision.evictions) f.str(e.id).num(e.pid).str(e.priority).num(e.freedBytes).num(e.idleForUs);
+  return f.digest();
 }
 
 export function plan(request: PlanRequest, snapshot: PlannerSnapshot, policy: PlannerPolicy): PlacementPlan {
@@ -232,7 +246,7 @@ export function plan(request: PlanRequest, snapshot: PlannerSnapshot, policy: Pl
   const residents = [...snapshot.residents]
     .sort(byId)
     .map((r) => ({ id: r.id, pid: r.pid, priority: r.priority, busy: r.busy, pinned: r.pinned, usedBytes: acc.usedBy.get(r.id) ?? 0 }));
-  const fingerprint = fingerprintOf([canonicalInputs(request, snapshot, policy), canonicalResult({ verdict, reasons, evictions })]);
+  const fingerprint = fingerprintPlan(request, snapshot, policy, { verdict, reasons, evictions });
   return {
     verdict,
     reasons,
