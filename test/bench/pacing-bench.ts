@@ -233,7 +233,10 @@ async function runScenario(mode: Mode, scenario: Scenario, iterations: number, d
 
   const outputs = outs.map(readBurnOutput);
   const tokensOf = (i: number): number[] => outputs[i]?.tokens ?? [];
-  const before = rate(tokensOf(0), t0 + timeline.baseline[0] * 1e6, t0 + timeline.baseline[1] * 1e6);
+  // The solo window opens 0.3 s after engine 0's first token: start-up (a supervisor, joining the
+  // registry) differs between modes and is not decoding speed.
+  const firstToken = tokensOf(0)[0] ?? t0;
+  const before = rate(tokensOf(0), Math.max(t0 + timeline.baseline[0] * 1e6, firstToken + 300_000), t0 + timeline.baseline[1] * 1e6);
   const after = timeline.after === null ? null : rate(tokensOf(0), t0 + timeline.after[0] * 1e6, t0 + timeline.after[1] * 1e6);
   const soloTokps = soloOverride ?? (after === null ? before : (before + after) / 2);
   const period = timeline.periodUs;

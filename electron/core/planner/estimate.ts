@@ -4,7 +4,7 @@
  * first real load replaces it with a measurement. On a machine whose node-llama-cpp build has no
  * GPU, the insights report no VRAM, and the RAM figure (the same weights and KV cache) stands in.
  */
-import { GgufInsights, LlamaLogLevel, getLlama, readGgufFileInfo, type Llama } from 'node-llama-cpp';
+import type { Llama } from 'node-llama-cpp';
 
 export interface GgufEstimate {
   peakBytes: number;
@@ -28,13 +28,20 @@ export class EstimateError extends Error {
 
 let llamaPromise: Promise<Llama> | null = null;
 
+/** node-llama-cpp is large: loaded on first use only, so that commands that never estimate
+ *  (join, peers, run) start fast. */
+const nodeLlamaCpp = (): Promise<typeof import('node-llama-cpp')> => import('node-llama-cpp');
+
 /** One llama instance per process, never building or downloading anything. */
 function llama(): Promise<Llama> {
-  llamaPromise ??= getLlama({ build: 'never', skipDownload: true, usePrebuiltBinaries: true, progressLogs: false, logLevel: LlamaLogLevel.error, logger: () => undefined });
+  llamaPromise ??= nodeLlamaCpp().then(({ getLlama, LlamaLogLevel }) =>
+    getLlama({ build: 'never', skipDownload: true, usePrebuiltBinaries: true, progressLogs: false, logLevel: LlamaLogLevel.error, logger: () => undefined }),
+  );
   return llamaPromise;
 }
 
 export async function estimateFromGguf(file: string, options: { contextSize: number; gpuLayers: number }): Promise<GgufEstimate> {
+  const { readGgufFileInfo, GgufInsights } = await nodeLlamaCpp();
   let info: Awaited<ReturnType<typeof readGgufFileInfo>>;
   try {
     info = await readGgufFileInfo(file, { sourceType: 'filesystem' });
