@@ -79,10 +79,13 @@ function timelineOf(scenario: Scenario): Timeline {
   const measureEndS = measureFromS + ((periods + 1) * periodUs) / 1e6;
   const eventS = scenario.event ? measureEndS : null;
   const bracket = !alone && eventS === null;
+  // After an idle/kill event engine 0 is alone again once it has recovered (≤ 3 s): that stretch is
+  // its second solo measurement.
+  const afterEvent: [number, number] | null = eventS !== null ? [eventS + 3, eventS + 3.9] : null;
   return {
     starts,
     baseline: [0.4, (alone ? OTHERS_START_S : Math.min(...starts.slice(1))) - 0.05],
-    after: bracket ? [measureEndS + 0.5, measureEndS + 2] : null,
+    after: bracket ? [measureEndS + 0.5, measureEndS + 2] : afterEvent,
     othersStopS: bracket ? measureEndS : null,
     measureFromS,
     periods,
@@ -250,7 +253,8 @@ async function runScenario(mode: Mode, scenario: Scenario, iterations: number, d
   const perEngine = outputs.map((o) => gapsMs(o.tokens, fromUs, toUs));
   const itlPerEngine = perEngine.map(summary);
   const tokenMs = soloTokps > 0 ? 1000 / soloTokps : TOKEN_MS;
-  const boundOk = itlPerEngine.every((itl, i) => itl.max <= (boundMs[i] ?? 0) + 2 * tokenMs);
+  // Alone, nothing bounds the gaps but the machine: the bound applies when engines share.
+  const boundOk = weights.length < 2 || itlPerEngine.every((itl, i) => itl.max <= (boundMs[i] ?? 0) + 2 * tokenMs);
   const aggregate = tokps.reduce((a, b) => a + b, 0);
   const result: ScenarioResult = {
     name: scenario.name,
