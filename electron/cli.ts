@@ -93,12 +93,13 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
     .addOption(gpuKeyOption())
     .addOption(new Option('--weight <w>', 'weight of the command').argParser(parser(checkWeight)).default(1))
     .addOption(new Option('--name <name>', 'display name (default: the command name)').argParser(parser(checkName)))
+    .option('--exit-with-parent', 'stop the command when the process that started gpu-share run dies (for supervisors)', false)
     .argument('<command>', 'the command to run (after --)')
     .argument('[args...]', 'its arguments')
     .passThroughOptions()
     .exitOverride()
-    .action((command: string, args: string[], opts: { gpuKey: string; weight: number; name?: string }) =>
-      run(async () => runPaced({ gpuKey: opts.gpuKey, weight: opts.weight, name: opts.name, command, args }, processIo, loadRegistryHelper(), await loadProcessControl())),
+    .action((command: string, args: string[], opts: { gpuKey: string; weight: number; name?: string; exitWithParent: boolean }) =>
+      run(async () => runPaced({ gpuKey: opts.gpuKey, weight: opts.weight, name: opts.name, command, args, exitWithParent: opts.exitWithParent }, processIo, loadRegistryHelper(), await loadProcessControl())),
     );
 
   program

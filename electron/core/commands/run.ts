@@ -19,6 +19,7 @@ import { ProcessGate, cpuActivity } from '../pacer/process-gate.js';
 import { sleepUs } from '../pacer/gate.js';
 import { startWatchdog } from '../pacer/watchdog.js';
 import type { CommandIo } from './io.js';
+import { onParentGone } from '../parent-watch.js';
 
 export interface RunOptions {
   gpuKey: string;
@@ -26,7 +27,13 @@ export interface RunOptions {
   name: string | undefined;
   command: string;
   args: string[];
+  /** Stop the command (SIGTERM, then SIGKILL after 3 s) when whoever started us dies: for a
+   *  supervisor's children, so that none outlives it. */
+  exitWithParent: boolean;
 }
+
+/** With --exit-with-parent: how long the command has to stop after SIGTERM before SIGKILL. */
+const PARENT_GONE_GRACE_MS = 3_000;
 
 const FORWARDED: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 /** How long a command runs unpaced after a forwarded signal, to act on it. */
@@ -42,7 +49,8 @@ export function exitCodeOf(code: number | null, signal: NodeJS.Signals | null): 
 export async function runPaced(options: RunOptions, io: CommandIo, helper: RegistryHelper, control: ProcessControl): Promise<number> {
   const clock = systemClock(() => helper.wallUs());
   const segment = RegistrySegment.openForJoin(helper, options.gpuKey);
-  const child = spawn(options.command, options.args, { stdio: 'inherit' });
+  // Under a supervisor our stdin is its lifeline pipe (see onParentGone): the command does not get it.
+  const child = spawn(options.command, options.args, { stdio: [options.exitWithParent ? 'ignore' : 'inherit', 'inherit', 'inherit'] });
   const spawned = await new Promise<Error | null>((resolve) => {
     child.once('spawn', () => resolve(null));
     child.once('error', (error) => resolve(error));
@@ -70,7 +78,14 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
   };
   // Installed before anything is announced: a signal from now on reaches the command.
   for (const signal of FORWARDED) process.on(signal, forward);
+  const stopWatchingParent = options.exitWithParent
+    ? onParentGone(() => {
+        forward('SIGTERM');
+        setTimeout(() => child.kill('SIGKILL'), PARENT_GONE_GRACE_MS).unref();
+      })
+    : () => undefined;
   const cleanupSignals = (): void => {
+    stopWatchingParent();
     if (repace !== null) clearTimeout(repace);
     for (const signal of FORWARDED) process.off(signal, forward);
   };

@@ -1,0 +1,359 @@
+/**
+ * The supervisor: starts, watches, paces and stops the engines GPU Share launches.
+ *
+ *   launch = plan → (stop the idle engines the plan names) → lease → spawn → load progress →
+ *            ready → measured residency → release the lease, record the envelope's measured peak
+ *
+ * Pacing per kind: `builtin` paces itself (the engine host calls the cooperative gate);
+ * `command`, `llama-server` and `llamafile` run under `gpu-share run --exit-with-parent` (the
+ * process gate); `opencoti-llamafile` paces itself and gets `--gpu-share-weight W`.
+ *
+ * Side effects leave through `SupervisorDeps` (spawning, the clock, telemetry), so tests can run
+ * it against real processes or recorders. It only ever signals processes it spawned itself (each
+ * engine runs in its own process group, which it created).
+ */
+import type { Clock } from '../clock.js';
+import { plan as planPlacement } from '../planner/plan.js';
+import { requirementBytes, type PlannerPolicy, type Priority } from '../planner/policy.js';
+import type { LeaseBook } from '../planner/leases.js';
+import type { EnvelopeStore } from '../planner/envelopes.js';
+import type { ManagedResident, PlacementPlan, PlanRequest, PlannerSnapshot } from '../planner/types.js';
+import { parseHostLine } from './host-protocol.js';
+
+export type EngineKind = 'builtin' | 'llama-server' | 'llamafile' | 'opencoti-llamafile' | 'command';
+
+/** What to launch: a profile resolved to figures. */
+export interface LaunchSpec {
+  profileId: string;
+  name: string;
+  kind: EngineKind;
+  capability: string;
+  modelPath: string | null;
+  modelKey: string;
+  contextSize: number;
+  gpuLayers: number;
+  threads: number | null;
+  weight: number;
+  priority: Priority;
+  pinned: boolean;
+  /** The executable for command-like kinds. */
+  command: string | null;
+  args: readonly string[];
+  env: Readonly<Record<string, string>>;
+  /** The envelope's peak used for planning (measured earlier, or estimated). */
+  peakBytes: number;
+  peakSource: 'MEASURED' | 'ESTIMATED';
+}
+
+export type EngineState = 'loading' | 'running' | 'stopping' | 'stopped' | 'crashed';
+
+export interface EngineStatus {
+  id: string;
+  profileId: string;
+  name: string;
+  kind: EngineKind;
+  priority: Priority;
+  pinned: boolean;
+  pid: number;
+  state: EngineState;
+  /** 0–100 while loading. */
+  progressPct: number;
+  port: number | null;
+  exitCode: number | null;
+  exitSignal: string | null;
+  /** The last lines it wrote (stdout and stderr), newest last. */
+  lastLines: string[];
+  startedAtUs: number;
+  idleSinceUs: number;
+  busy: boolean;
+  /** Its measured residency when known. */
+  residentBytes: number | null;
+}
+
+/** A process the supervisor started. */
+export interface SpawnedProcess {
+  readonly pid: number;
+  onLine(listener: (stream: 'stdout' | 'stderr', line: string) => void): void;
+  onExit(listener: (code: number | null, signal: string | null) => void): void;
+  /** Signal the process itself. */
+  signal(signal: NodeJS.Signals): boolean;
+  /** Signal its whole process group (SIGKILL escalation: the engine under a wrapper too). */
+  signalGroup(signal: NodeJS.Signals): boolean;
+}
+
+export interface SpawnRequest {
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+}
+
+export interface SupervisorDeps {
+  clock: Clock;
+  policy: PlannerPolicy;
+  leases: LeaseBook;
+  envelopes: EnvelopeStore | null;
+  /** The planner's view of the device now (without our residents and leases: we add them). */
+  snapshot(): Omit<PlannerSnapshot, 'residents' | 'leases'>;
+  spawn(request: SpawnRequest): SpawnedProcess;
+  /** How to start a command-like engine under the process gate, and the engine host. */
+  launchers: { nodePath: string; cliPath: string; builtinHostPath: string };
+  gpuKey: string;
+  /** The measured device memory of a process (per-process telemetry, or its RSS on cpu-0). */
+  residentBytes(pid: number): number | null;
+  onEvent?(event: SupervisorEvent): void;
+}
+
+export type SupervisorEvent =
+  | { kind: 'plan'; plan: PlacementPlan }
+  | { kind: 'state'; engine: EngineStatus }
+  | { kind: 'progress'; id: string; pct: number }
+  | { kind: 'log'; id: string; stream: 'stdout' | 'stderr'; line: string };
+
+export interface LaunchResult {
+  plan: PlacementPlan;
+  /** null when the plan did not admit it. */
+  engine: EngineStatus | null;
+}
+
+/** Graceful stop: SIGTERM, then SIGKILL after this long. */
+export const STOP_GRACE_MS = 10_000;
+const LOG_RING = 200;
+
+interface Engine {
+  status: EngineStatus;
+  process: SpawnedProcess;
+  spec: LaunchSpec;
+  leaseId: string | null;
+  killTimer: NodeJS.Timeout | null;
+  exited: Promise<void>;
+}
+
+export class SupervisorError extends Error {}
+
+/** The command line for a spec. Pure. */
+export function commandFor(spec: LaunchSpec, deps: Pick<SupervisorDeps, 'launchers' | 'gpuKey'>): SpawnRequest {
+  const { nodePath, cliPath, builtinHostPath } = deps.launchers;
+  const env = { ...spec.env };
+  const paced = (command: string, args: readonly string[]): string[] => [
+    cliPath,
+    'run',
+    '--gpu-key',
+    deps.gpuKey,
+    '--weight',
+    String(spec.weight),
+    '--name',
+    spec.name,
+    '--exit-with-parent',
+    '--',
+    command,
+    ...args,
+  ];
+  const model = spec.modelPath === null ? [] : ['-m', spec.modelPath];
+  switch (spec.kind) {
+    case 'builtin': {
+      if (spec.modelPath === null) throw new SupervisorError(`${spec.profileId}: a builtin engine needs a model path`);
+      const args = [builtinHostPath, '--model', spec.modelPath, '--ctx', String(spec.contextSize), '--gpu-layers', String(spec.gpuLayers), '--port', '0', '--gpu-key', deps.gpuKey, '--weight', String(spec.weight), '--name', spec.name, '--alias', spec.profileId];
+      if (spec.threads !== null) args.push('--threads', String(spec.threads));
+      return { command: nodePath, args: [...args, ...spec.args], env };
+    }
+    case 'llama-server':
+      return { command: nodePath, args: paced(spec.command ?? 'llama-server', [...model, '-c', String(spec.contextSize), '-ngl', String(spec.gpuLayers), '--metrics', ...spec.args]), env };
+    case 'llamafile':
+      return { command: nodePath, args: paced(spec.command ?? 'llamafile', [...model, '-c', String(spec.contextSize), '-ngl', String(spec.gpuLayers), ...spec.args]), env };
+    case 'command':
+      if (spec.command === null) throw new SupervisorError(`${spec.profileId}: a command engine needs a command`);
+      return { command: nodePath, args: paced(spec.command, spec.args), env };
+    case 'opencoti-llamafile':
+      return { command: spec.command ?? 'llamafile', args: [...model, '-c', String(spec.contextSize), '-ngl', String(spec.gpuLayers), '--gpu-share-weight', String(spec.weight), ...spec.args], env };
+  }
+}
+
+export class Supervisor {
+  private readonly engines = new Map<string, Engine>();
+  private counter = 0;
+
+  constructor(private readonly deps: SupervisorDeps) {}
+
+  list(): EngineStatus[] {
+    return [...this.engines.values()].map((e) => ({ ...e.status, lastLines: [...e.status.lastLines] }));
+  }
+
+  get(id: string): EngineStatus | undefined {
+    const engine = this.engines.get(id);
+    return engine === undefined ? undefined : { ...engine.status, lastLines: [...engine.status.lastLines] };
+  }
+
+  /** The engines that hold (or are about to hold) device memory, as the planner sees them. */
+  residents(): ManagedResident[] {
+    return [...this.engines.values()]
+      .filter((e) => e.status.state === 'loading' || e.status.state === 'running')
+      .map((e) => ({
+        id: e.status.id,
+        pid: e.status.pid,
+        priority: e.status.priority,
+        pinned: e.status.pinned,
+        busy: e.status.busy || e.status.state === 'loading',
+        idleSinceUs: e.status.idleSinceUs,
+        envelopeBytes: e.spec.peakBytes,
+      }));
+  }
+
+  /** Plan only (a dry-run with our residents and leases counted). */
+  plan(spec: LaunchSpec): PlacementPlan {
+    const base = this.deps.snapshot();
+    const request: PlanRequest = {
+      capability: spec.capability,
+      modelKey: spec.modelKey,
+      contextSize: spec.contextSize,
+      gpuLayers: spec.gpuLayers,
+      engineKind: spec.kind,
+      priority: spec.priority,
+      peakBytes: spec.peakBytes,
+      peakSource: spec.peakSource,
+    };
+    return planPlacement(request, { ...base, residents: this.residents(), leases: this.deps.leases.active(base.nowUs) }, this.deps.policy);
+  }
+
+  /** Plan, evict what the plan names, take a lease and start the engine. Resolves once it is
+   *  running (or failed to start), or at once with the plan when it was not admitted. */
+  async launch(spec: LaunchSpec): Promise<LaunchResult> {
+    const placement = this.plan(spec);
+    this.deps.onEvent?.({ kind: 'plan', plan: placement });
+    if (placement.verdict !== 'ADMIT' && placement.verdict !== 'ADMIT_AFTER_EVICTION') return { plan: placement, engine: null };
+    for (const eviction of placement.evictions) await this.stop(eviction.id);
+    const id = `${spec.profileId}-${++this.counter}`;
+    const now = this.deps.clock.wallUs();
+    const leaseId = `lease-${id}`;
+    this.deps.leases.take(leaseId, requirementBytes(spec.peakBytes, this.deps.policy), now, this.deps.policy.leaseTtlUs);
+    let child: SpawnedProcess;
+    try {
+      child = this.deps.spawn(commandFor(spec, this.deps));
+    } catch (error) {
+      this.deps.leases.release(leaseId);
+      throw error;
+    }
+    let markExited: () => void = () => undefined;
+    const exited = new Promise<void>((resolve) => (markExited = resolve));
+    const engine: Engine = {
+      spec,
+      process: child,
+      leaseId,
+      killTimer: null,
+      exited,
+      status: {
+        id,
+        profileId: spec.profileId,
+        name: spec.name,
+        kind: spec.kind,
+        priority: spec.priority,
+        pinned: spec.pinned,
+        pid: child.pid,
+        state: 'loading',
+        progressPct: 0,
+        port: null,
+        exitCode: null,
+        exitSignal: null,
+        lastLines: [],
+        startedAtUs: now,
+        idleSinceUs: now,
+        busy: false,
+        residentBytes: null,
+      },
+    };
+    this.engines.set(id, engine);
+    this.emitState(engine);
+    let markReady: () => void = () => undefined;
+    const ready = new Promise<void>((resolve) => (markReady = resolve));
+    child.onLine((stream, line) => {
+      const ring = engine.status.lastLines;
+      ring.push(line);
+      if (ring.length > LOG_RING) ring.splice(0, ring.length - LOG_RING);
+      this.deps.onEvent?.({ kind: 'log', id, stream, line });
+      const event = stream === 'stdout' ? parseHostLine(line) : null;
+      if (event?.event === 'progress') {
+        engine.status.progressPct = Math.max(engine.status.progressPct, Math.min(100, event.pct));
+        this.deps.onEvent?.({ kind: 'progress', id, pct: engine.status.progressPct });
+      } else if (event?.event === 'ready') {
+        engine.status.port = event.port;
+        this.becomeRunning(engine);
+        markReady();
+      } else if (spec.kind !== 'builtin' && stream === 'stderr' && line.startsWith('gpu-share: joined ')) {
+        // A paced command is "ready" once it is started and holds its slot.
+        this.becomeRunning(engine);
+        markReady();
+      }
+    });
+    child.onExit((code, signal) => {
+      if (engine.killTimer !== null) clearTimeout(engine.killTimer);
+      engine.status.exitCode = code;
+      engine.status.exitSignal = signal;
+      engine.status.state = engine.status.state === 'stopping' ? 'stopped' : 'crashed';
+      if (engine.leaseId !== null) this.deps.leases.release(engine.leaseId);
+      engine.leaseId = null;
+      this.emitState(engine);
+      markReady();
+      markExited();
+    });
+    if (spec.kind === 'opencoti-llamafile') {
+      this.becomeRunning(engine);
+      markReady();
+    }
+    await ready;
+    return { plan: placement, engine: this.get(id) ?? null };
+  }
+
+  /** Graceful stop: SIGTERM, then SIGKILL to its process group after 10 s. Resolves on exit. */
+  async stop(id: string, graceMs = STOP_GRACE_MS): Promise<EngineStatus> {
+    const engine = this.require(id);
+    if (engine.status.state === 'stopped' || engine.status.state === 'crashed') return { ...engine.status };
+    engine.status.state = 'stopping';
+    this.emitState(engine);
+    engine.process.signal('SIGTERM');
+    engine.killTimer = setTimeout(() => engine.process.signalGroup('SIGKILL'), graceMs);
+    await engine.exited;
+    return { ...engine.status };
+  }
+
+  /** SIGKILL at once (its whole process group). */
+  async kill(id: string): Promise<EngineStatus> {
+    const engine = this.require(id);
+    if (engine.status.state === 'stopped' || engine.status.state === 'crashed') return { ...engine.status };
+    engine.status.state = 'stopping';
+    engine.process.signalGroup('SIGKILL');
+    await engine.exited;
+    return { ...engine.status };
+  }
+
+  /** Stop every engine (quit). */
+  async stopAll(graceMs = STOP_GRACE_MS): Promise<void> {
+    await Promise.all([...this.engines.keys()].map((id) => this.stop(id, graceMs)));
+  }
+
+  private require(id: string): Engine {
+    const engine = this.engines.get(id);
+    // Only ids of engines we started exist here: nothing else can be signalled.
+    if (engine === undefined) throw new SupervisorError(`no engine ${id} was started by this supervisor`);
+    return engine;
+  }
+
+  private becomeRunning(engine: Engine): void {
+    if (engine.status.state !== 'loading') return;
+    engine.status.state = 'running';
+    engine.status.progressPct = 100;
+    const now = this.deps.clock.wallUs();
+    engine.status.idleSinceUs = now;
+    const resident = this.deps.residentBytes(engine.status.pid);
+    engine.status.residentBytes = resident;
+    if (engine.leaseId !== null) this.deps.leases.release(engine.leaseId);
+    engine.leaseId = null;
+    if (resident !== null && resident > 0 && this.deps.envelopes !== null) {
+      const s = engine.spec;
+      this.deps.envelopes.recordMeasured({ modelKey: s.modelKey, contextSize: s.contextSize, gpuLayers: s.gpuLayers, engineKind: s.kind }, resident, now);
+    }
+    this.emitState(engine);
+  }
+
+  private emitState(engine: Engine): void {
+    this.deps.onEvent?.({ kind: 'state', engine: { ...engine.status, lastLines: [...engine.status.lastLines] } });
+  }
+}
