@@ -38,6 +38,16 @@ const wholeNumber = (min: number, max: number) => (raw: string): Checked<number>
   const value = /^\d+$/.test(raw.trim()) ? Number(raw) : Number.NaN;
   return Number.isSafeInteger(value) && value >= min && value <= max ? { ok: true, value } : { ok: false, message: `must be a whole number from ${min} to ${max} (got ${JSON.stringify(raw)})` };
 };
+/** Activity is read from the engine on this machine only. */
+const checkLoopbackUrl = (raw: string): Checked<string> => {
+  try {
+    const url = new URL(raw);
+    if (url.protocol === 'http:' && ['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname)) return { ok: true, value: url.href };
+  } catch {
+    // fall through
+  }
+  return { ok: false, message: `must be an http:// URL on 127.0.0.1, localhost or [::1] (got ${JSON.stringify(raw)})` };
+};
 const oneOf = <T extends string>(values: readonly T[]) => (raw: string): Checked<T> =>
   (values as readonly string[]).includes(raw) ? { ok: true, value: raw as T } : { ok: false, message: `must be one of ${values.join(', ')} (got ${JSON.stringify(raw)})` };
 
@@ -94,12 +104,15 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
     .addOption(new Option('--weight <w>', 'weight of the command').argParser(parser(checkWeight)).default(1))
     .addOption(new Option('--name <name>', 'display name (default: the command name)').argParser(parser(checkName)))
     .option('--exit-with-parent', 'stop the command when the process that started gpu-share run dies (for supervisors)', false)
+    .addOption(new Option('--activity-url <url>', "judge activity by a llama.cpp server's /metrics (CPU time otherwise)").argParser(parser(checkLoopbackUrl)))
     .argument('<command>', 'the command to run (after --)')
     .argument('[args...]', 'its arguments')
     .passThroughOptions()
     .exitOverride()
-    .action((command: string, args: string[], opts: { gpuKey: string; weight: number; name?: string; exitWithParent: boolean }) =>
-      run(async () => runPaced({ gpuKey: opts.gpuKey, weight: opts.weight, name: opts.name, command, args, exitWithParent: opts.exitWithParent }, processIo, loadRegistryHelper(), await loadProcessControl())),
+    .action((command: string, args: string[], opts: { gpuKey: string; weight: number; name?: string; exitWithParent: boolean; activityUrl?: string }) =>
+      run(async () =>
+        runPaced({ gpuKey: opts.gpuKey, weight: opts.weight, name: opts.name, command, args, exitWithParent: opts.exitWithParent, activityUrl: opts.activityUrl }, processIo, loadRegistryHelper(), await loadProcessControl()),
+      ),
     );
 
   program

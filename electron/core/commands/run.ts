@@ -16,6 +16,7 @@ import { RegistryObserver } from '../registry/observer.js';
 import { RegistrySegment } from '../registry/segment.js';
 import { bootLogLine } from '../registry/view.js';
 import { ProcessGate, cpuActivity } from '../pacer/process-gate.js';
+import { metricsActivity } from '../pacer/metrics-activity.js';
 import { sleepUs } from '../pacer/gate.js';
 import { startWatchdog } from '../pacer/watchdog.js';
 import type { CommandIo } from './io.js';
@@ -30,6 +31,8 @@ export interface RunOptions {
   /** Stop the command (SIGTERM, then SIGKILL after 3 s) when whoever started us dies: for a
    *  supervisor's children, so that none outlives it. */
   exitWithParent: boolean;
+  /** A llama.cpp-style /metrics URL to judge activity by (CPU time when it does not answer). */
+  activityUrl: string | undefined;
 }
 
 /** With --exit-with-parent: how long the command has to stop after SIGTERM before SIGKILL. */
@@ -113,12 +116,14 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
   const observer = new RegistryObserver(clock, false);
   io.err(bootLogLine(options.gpuKey, slot, options.weight, observer.peers(segment).length));
 
+  const metrics = options.activityUrl === undefined ? null : metricsActivity(options.activityUrl, cpuActivity(control));
+  const activity = metrics ?? cpuActivity(control);
   const watchdog = startWatchdog();
   const watcher = new RegistryObserver(clock, true);
   const pacer = new ProcessGate({
     clock,
     control,
-    activity: cpuActivity(control),
+    activity,
     peers: () => watcher.peers(segment),
     watchdog,
   });
@@ -157,6 +162,7 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
   cleanupSignals();
   pacing = false;
   await looping;
+  metrics?.stop();
   heartbeat.stop();
   pacer.remove(pid);
   paced.leave();

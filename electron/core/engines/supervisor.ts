@@ -115,6 +115,9 @@ export interface LaunchResult {
   engine: EngineStatus | null;
 }
 
+/** llama-server listens here unless told `--port`. */
+export const LLAMA_SERVER_DEFAULT_PORT = 8080;
+
 /** Graceful stop: SIGTERM, then SIGKILL after this long. */
 export const STOP_GRACE_MS = 10_000;
 const LOG_RING = 200;
@@ -134,7 +137,7 @@ export class SupervisorError extends Error {}
 export function commandFor(spec: LaunchSpec, deps: Pick<SupervisorDeps, 'launchers' | 'gpuKey'>): SpawnRequest {
   const { nodePath, cliPath, builtinHostPath } = deps.launchers;
   const env = { ...spec.env };
-  const paced = (command: string, args: readonly string[]): string[] => [
+  const paced = (command: string, args: readonly string[], activityUrl?: string): string[] => [
     cliPath,
     'run',
     '--gpu-key',
@@ -144,6 +147,7 @@ export function commandFor(spec: LaunchSpec, deps: Pick<SupervisorDeps, 'launche
     '--name',
     spec.name,
     '--exit-with-parent',
+    ...(activityUrl === undefined ? [] : ['--activity-url', activityUrl]),
     '--',
     command,
     ...args,
@@ -156,8 +160,13 @@ export function commandFor(spec: LaunchSpec, deps: Pick<SupervisorDeps, 'launche
       if (spec.threads !== null) args.push('--threads', String(spec.threads));
       return { command: nodePath, args: [...args, ...spec.args], env };
     }
-    case 'llama-server':
-      return { command: nodePath, args: paced(spec.command ?? 'llama-server', [...model, '-c', String(spec.contextSize), '-ngl', String(spec.gpuLayers), '--metrics', ...spec.args]), env };
+    case 'llama-server': {
+      // Its /metrics (with in-flight requests) tells activity; CPU time when it does not answer.
+      const portAt = spec.args.indexOf('--port');
+      const port = portAt >= 0 ? Number(spec.args[portAt + 1]) : LLAMA_SERVER_DEFAULT_PORT;
+      const args = [...model, '-c', String(spec.contextSize), '-ngl', String(spec.gpuLayers), '--metrics', ...spec.args];
+      return { command: nodePath, args: paced(spec.command ?? 'llama-server', args, `http://127.0.0.1:${Number.isInteger(port) ? port : LLAMA_SERVER_DEFAULT_PORT}/metrics`), env };
+    }
     case 'llamafile':
       return { command: nodePath, args: paced(spec.command ?? 'llamafile', [...model, '-c', String(spec.contextSize), '-ngl', String(spec.gpuLayers), ...spec.args]), env };
     case 'command':

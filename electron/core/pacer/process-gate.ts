@@ -20,8 +20,11 @@ export const SAMPLE_INTERVAL_US = 50_000;
 /** Where an engine's activity comes from. */
 export interface ActivitySource {
   /** Work done by the engine so far (µs of CPU time, or any monotonic work counter); null when
-   *  unknown right now. */
+   *  unknown right now. Also feeds busy_ppm. */
   workUs(pid: number): number | null;
+  /** Direct evidence from the engine itself (a server's in-flight requests and generated tokens):
+   *  true = working, false = idle; null or absent = it cannot say, judge by `workUs`. */
+  busyNow?(pid: number): boolean | null;
 }
 
 export const cpuActivity = (control: ProcessControl): ActivitySource => ({ workUs: (pid) => control.cpuTimeUs(pid) });
@@ -157,11 +160,13 @@ export class ProcessGate {
       engine.runnableSinceMonoUs = nowMonoUs;
     }
     const work = this.deps.activity.workUs(engine.pid);
-    engine.unknownActivity = work === null;
+    engine.unknownActivity = work === null && this.deps.activity.busyNow === undefined;
+    const busy = this.deps.activity.busyNow?.(engine.pid) ?? null;
+    if (busy === true) engine.lastWorkMonoUs = nowMonoUs;
     if (work !== null && engine.lastWorkUs !== null) {
       const delta = Math.max(0, work - engine.lastWorkUs);
       engine.meter.record(nowMonoUs, delta);
-      if (workedDuring(delta, engine.runnableUs)) engine.lastWorkMonoUs = nowMonoUs;
+      if (busy === null && workedDuring(delta, engine.runnableUs)) engine.lastWorkMonoUs = nowMonoUs;
     }
     engine.lastWorkUs = work;
     engine.runnableUs = 0;

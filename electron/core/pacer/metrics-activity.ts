@@ -1,0 +1,59 @@
+/**
+ * Activity from a llama.cpp-style server's Prometheus `/metrics` (llama-server with `--metrics`,
+ * and the built-in engine host, which uses the same names): it is working while
+ * `llamacpp:requests_processing` > 0 or `llamacpp:tokens_predicted_total` grows. Polled in the
+ * background; when the endpoint does not answer, it says "cannot tell" and CPU time decides.
+ */
+import type { ActivitySource } from './process-gate.js';
+
+export interface ServerMetrics {
+  requestsProcessing: number;
+  tokensPredicted: number;
+}
+
+/** The two figures from a Prometheus text body; null when either is missing. Pure. */
+export function parseServerMetrics(text: string): ServerMetrics | null {
+  const value = (name: string): number | null => {
+    const match = new RegExp(`^${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?:\\{[^}]*\\})?\\s+([-+0-9.eE]+|NaN)\\s*$`, 'm').exec(text);
+    const n = match?.[1] === undefined ? Number.NaN : Number(match[1]);
+    return Number.isFinite(n) ? n : null;
+  };
+  const requestsProcessing = value('llamacpp:requests_processing');
+  const tokensPredicted = value('llamacpp:tokens_predicted_total');
+  return requestsProcessing === null || tokensPredicted === null ? null : { requestsProcessing, tokensPredicted };
+}
+
+/** Metrics older than this are not evidence. */
+const FRESH_MS = 1_000;
+
+export function metricsActivity(url: string, fallback: ActivitySource, pollMs = 100): ActivitySource & { stop(): void } {
+  let latest: { metrics: ServerMetrics; atMs: number } | null = null;
+  let lastTokens: number | null = null;
+  let inFlight = false;
+  const poll = async (): Promise<void> => {
+    if (inFlight) return;
+    inFlight = true;
+    try {
+      const response = await fetch(url, { signal: AbortSignal.timeout(500) });
+      const metrics = response.ok ? parseServerMetrics(await response.text()) : null;
+      if (metrics !== null) latest = { metrics, atMs: Date.now() };
+    } catch {
+      // not up yet, or gone: the CPU fallback decides meanwhile
+    } finally {
+      inFlight = false;
+    }
+  };
+  const timer = setInterval(() => void poll(), pollMs);
+  timer.unref();
+  return {
+    workUs: (pid) => fallback.workUs(pid),
+    busyNow: () => {
+      if (latest === null || Date.now() - latest.atMs > FRESH_MS) return null;
+      const { requestsProcessing, tokensPredicted } = latest.metrics;
+      const grew = lastTokens !== null && tokensPredicted > lastTokens;
+      lastTokens = tokensPredicted;
+      return requestsProcessing > 0 || grew;
+    },
+    stop: () => clearInterval(timer),
+  };
+}
