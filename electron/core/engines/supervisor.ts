@@ -43,6 +43,10 @@ export interface LaunchSpec {
   /** The envelope's peak used for planning (measured earlier, or estimated). */
   peakBytes: number;
   peakSource: 'MEASURED' | 'ESTIMATED';
+  /** Stop it after this many idle minutes unless pinned; null = never. */
+  idleUnloadMinutes?: number | null;
+  /** Start it again after a crash, up to `maxRestarts` times, waiting backoff, 2·backoff, … */
+  restart?: { maxRestarts: number; backoffMs: number } | null;
 }
 
 export type EngineState = 'loading' | 'running' | 'stopping' | 'stopped' | 'crashed';
@@ -100,6 +104,8 @@ export interface SupervisorDeps {
   gpuKey: string;
   /** The measured device memory of a process (per-process telemetry, or its RSS on cpu-0). */
   residentBytes(pid: number): number | null;
+  /** Is the engine working right now (its registry slot's `active` flag)? null = cannot tell. */
+  isActive?(engine: EngineStatus): boolean | null;
   onEvent?(event: SupervisorEvent): void;
 }
 
@@ -107,7 +113,9 @@ export type SupervisorEvent =
   | { kind: 'plan'; plan: PlacementPlan }
   | { kind: 'state'; engine: EngineStatus }
   | { kind: 'progress'; id: string; pct: number }
-  | { kind: 'log'; id: string; stream: 'stdout' | 'stderr'; line: string };
+  | { kind: 'log'; id: string; stream: 'stdout' | 'stderr'; line: string }
+  | { kind: 'idle-unload'; id: string; idleForUs: number }
+  | { kind: 'restart'; id: string; attempt: number; inMs: number };
 
 export interface LaunchResult {
   plan: PlacementPlan;
@@ -180,6 +188,10 @@ export function commandFor(spec: LaunchSpec, deps: Pick<SupervisorDeps, 'launche
 export class Supervisor {
   private readonly engines = new Map<string, Engine>();
   private counter = 0;
+  /** Crash restarts so far, per profile (reset when an engine of it runs for a minute). */
+  private readonly restarts = new Map<string, number>();
+  private readonly restartTimers = new Set<NodeJS.Timeout>();
+  private closed = false;
 
   constructor(private readonly deps: SupervisorDeps) {}
 
@@ -302,6 +314,7 @@ export class Supervisor {
       this.emitState(engine);
       markReady();
       markExited();
+      if (engine.status.state === 'crashed') this.maybeRestart(engine);
     });
     if (spec.kind === 'opencoti-llamafile') {
       this.becomeRunning(engine);
@@ -333,9 +346,58 @@ export class Supervisor {
     return { ...engine.status };
   }
 
-  /** Stop every engine (quit). */
+  /** Stop every engine (quit); no restarts after this. */
   async stopAll(graceMs = STOP_GRACE_MS): Promise<void> {
+    this.closed = true;
+    for (const timer of this.restartTimers) clearTimeout(timer);
+    this.restartTimers.clear();
     await Promise.all([...this.engines.keys()].map((id) => this.stop(id, graceMs)));
+  }
+
+  /**
+   * Periodic upkeep (every few seconds): busy/idle from the registry, and idle unload of engines
+   * idle for their profile's minutes (never a pinned one). Returns the ids it unloaded.
+   */
+  async tick(): Promise<string[]> {
+    const now = this.deps.clock.wallUs();
+    const unloads: Promise<EngineStatus>[] = [];
+    const ids: string[] = [];
+    for (const engine of this.engines.values()) {
+      if (engine.status.state !== 'running') continue;
+      const active = this.deps.isActive?.(engine.status) ?? null;
+      if (active === true) {
+        engine.status.busy = true;
+        engine.status.idleSinceUs = now;
+      } else if (active === false) {
+        engine.status.busy = false;
+      }
+      // Running for a minute: earlier crashes of this profile no longer count against it.
+      if (now - engine.status.startedAtUs >= 60_000_000) this.restarts.delete(engine.spec.profileId);
+      const minutes = engine.spec.idleUnloadMinutes ?? null;
+      const idleForUs = now - engine.status.idleSinceUs;
+      if (!engine.spec.pinned && minutes !== null && !engine.status.busy && idleForUs >= minutes * 60_000_000) {
+        this.deps.onEvent?.({ kind: 'idle-unload', id: engine.status.id, idleForUs });
+        ids.push(engine.status.id);
+        unloads.push(this.stop(engine.status.id));
+      }
+    }
+    await Promise.all(unloads);
+    return ids;
+  }
+
+  private maybeRestart(engine: Engine): void {
+    const policy = engine.spec.restart ?? null;
+    if (policy === null || this.closed) return;
+    const attempt = (this.restarts.get(engine.spec.profileId) ?? 0) + 1;
+    if (attempt > policy.maxRestarts) return;
+    this.restarts.set(engine.spec.profileId, attempt);
+    const inMs = policy.backoffMs * 2 ** (attempt - 1);
+    this.deps.onEvent?.({ kind: 'restart', id: engine.status.id, attempt, inMs });
+    const timer = setTimeout(() => {
+      this.restartTimers.delete(timer);
+      if (!this.closed) void this.launch(engine.spec).catch(() => undefined);
+    }, inMs);
+    this.restartTimers.add(timer);
   }
 
   private require(id: string): Engine {
