@@ -19,8 +19,10 @@ import type { LeaseBook } from '../planner/leases.js';
 import type { EnvelopeStore } from '../planner/envelopes.js';
 import type { ManagedResident, PlacementPlan, PlanRequest, PlannerSnapshot } from '../planner/types.js';
 import { parseHostLine } from './host-protocol.js';
+import type { EngineKind } from './profiles.js';
 
-export type EngineKind = 'builtin' | 'llama-server' | 'llamafile' | 'opencoti-llamafile' | 'command';
+export type { EngineKind };
+
 
 /** What to launch: a profile resolved to figures. */
 export interface LaunchSpec {

@@ -1,0 +1,154 @@
+/**
+ * Built-in engines end to end: the supervisor launches one on a generated model (progress, ready,
+ * a streamed chat completion, visible in `gpu-share peers` under its profile's name), and two of
+ * them at weights 2:1 on one pinned core share it 2:1 while both stream (loose ±15 %: the
+ * benchmark holds the tight figures).
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { systemClock } from '../../electron/core/clock.js';
+import { parseHostLine } from '../../electron/core/engines/host-protocol.js';
+import { spawnEngineProcess } from '../../electron/core/engines/spawn.js';
+import { Supervisor, type SupervisorEvent } from '../../electron/core/engines/supervisor.js';
+import { LeaseBook } from '../../electron/core/planner/leases.js';
+import { GiB, POLICY_M10_V1 } from '../../electron/core/planner/policy.js';
+import { DEFAULT_CONTROLS } from '../../electron/core/planner/snapshot.js';
+import { loadRegistryHelper } from '../../native/helper.js';
+import { TINY_GGUF_SPEC, writeGguf } from '../fixtures/gguf.js';
+import { BUILTIN_HOST, CLI, exitOf, hasTaskset } from '../fixtures/procs.js';
+import { removeSegment, testKey } from '../fixtures/segments.js';
+
+const helper = loadRegistryHelper();
+const clock = systemClock(() => helper.wallUs());
+let dir = '';
+let tiny = '';
+let small = '';
+const keys: string[] = [];
+const children: ChildProcess[] = [];
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'gpushare-builtin-'));
+  tiny = join(dir, 'tiny.gguf');
+  small = join(dir, 'small.gguf');
+  writeGguf(tiny, TINY_GGUF_SPEC);
+  // Big enough that a token is real work (~1 ms), small enough to load in a moment.
+  writeGguf(small, { embedding: 512, layers: 6, contextLength: 1024, feedForward: 1024, heads: 8, vocab: 1024, type: 'q8_0', seed: 7 });
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+afterEach(async () => {
+  for (const child of children.splice(0)) {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGKILL');
+      await exitOf(child);
+    }
+  }
+  for (const k of keys.splice(0)) removeSegment(k);
+});
+
+/** Stream one chat completion; resolves with the number of content chunks. */
+async function streamChat(port: number, maxTokens: number, onChunk?: () => void): Promise<number> {
+  const response = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ messages: [{ role: 'user', content: 'Tell me a story.' }], stream: true, max_tokens: maxTokens, temperature: 1 }),
+  });
+  expect(response.status).toBe(200);
+  let chunks = 0;
+  let buffered = '';
+  const decoder = new TextDecoder();
+  for await (const part of response.body ?? []) {
+    buffered += decoder.decode(part as Uint8Array, { stream: true });
+    let end: number;
+    while ((end = buffered.indexOf('\n\n')) >= 0) {
+      const event = buffered.slice(0, end);
+      buffered = buffered.slice(end + 2);
+      if (!event.startsWith('data: ') || event === 'data: [DONE]') continue;
+      const data = JSON.parse(event.slice(6)) as { choices: { delta?: { content?: string } }[] };
+      if (data.choices[0]?.delta?.content) {
+        chunks++;
+        onChunk?.();
+      }
+    }
+  }
+  return chunks;
+}
+
+describe('built-in engines', () => {
+  it('launches through the supervisor with progress, streams a chat completion, and shows in peers', async () => {
+    const gpuKey = testKey('builtin');
+    keys.push(gpuKey);
+    const events: SupervisorEvent[] = [];
+    const supervisor = new Supervisor({
+      clock,
+      policy: POLICY_M10_V1,
+      leases: new LeaseBook(),
+      envelopes: null,
+      snapshot: () => ({ nowUs: clock.wallUs(), device: { key: 'GPU-sim', name: 'Sim', totalBytes: 24 * GiB, observedUsedBytes: 0, processes: null, health: 'OK', sampledAtUs: clock.wallUs() }, pressure: 'NORMAL', controls: DEFAULT_CONTROLS }),
+      spawn: spawnEngineProcess,
+      launchers: { nodePath: process.execPath, cliPath: CLI, builtinHostPath: BUILTIN_HOST },
+      gpuKey,
+      residentBytes: () => null,
+      onEvent: (event) => events.push(event),
+    });
+    try {
+      const result = await supervisor.launch({ profileId: 'tiny', name: 'tiny-chat', kind: 'builtin', capability: 'chat', modelPath: tiny, modelKey: 'tiny', contextSize: 256, gpuLayers: 0, threads: 1, weight: 2, priority: 'interactive', pinned: false, command: null, args: [], env: {}, peakBytes: 64 * 1024 * 1024, peakSource: 'ESTIMATED' });
+      expect(result.engine?.state).toBe('running');
+      const progress = events.flatMap((e) => (e.kind === 'progress' ? [e.pct] : []));
+      expect(progress.length).toBeGreaterThan(1);
+      expect(progress.at(-1)).toBe(100);
+      expect(progress).toEqual([...progress].sort((a, b) => a - b));
+      const chunks = await streamChat(result.engine?.port ?? 0, 16);
+      expect(chunks).toBeGreaterThanOrEqual(2);
+      const peers = JSON.parse(spawnSync(process.execPath, [CLI, 'peers', '--gpu-key', gpuKey, '--json'], { encoding: 'utf8' }).stdout) as { peers: { name: string; weight: number; pid: number }[] };
+      expect(peers.peers).toContainEqual(expect.objectContaining({ name: 'tiny-chat', weight: 2, pid: result.engine?.pid }));
+    } finally {
+      await supervisor.stopAll(3_000);
+    }
+    expect(supervisor.list()[0]?.state).toBe('stopped');
+  });
+
+  it.skipIf(!hasTaskset)('two built-in engines at 2:1 on one core, both streaming, decode 2:1 (±15 %)', async () => {
+    const gpuKey = testKey('builtin21');
+    keys.push(gpuKey);
+    const ports: number[] = [];
+    for (const weight of [2, 1]) {
+      const host = spawn('taskset', ['-c', '0', process.execPath, BUILTIN_HOST, '--model', small, '--ctx', '1024', '--gpu-layers', '0', '--threads', '1', '--port', '0', '--gpu-key', gpuKey, '--weight', String(weight), '--name', `w${weight}`], { stdio: ['pipe', 'pipe', 'inherit'] });
+      children.push(host);
+      const port = await new Promise<number>((resolve, reject) => {
+        createInterface({ input: host.stdout }).on('line', (line) => {
+          const event = parseHostLine(line);
+          if (event?.event === 'ready') resolve(event.port);
+          if (event?.event === 'fatal') reject(new Error(event.message));
+        });
+      });
+      ports.push(port);
+    }
+    // Each client streams back-to-back short requests (a token's cost grows with its position in
+    // the context: long requests would compare tokens of different cost); tokens are counted from
+    // each engine's /metrics (stream chunks can merge tokens: a random model emits partial UTF-8).
+    const predicted = async (port: number): Promise<number> => {
+      const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      return Number(/^llamacpp:tokens_predicted_total\s+(\S+)/m.exec(text)?.[1] ?? Number.NaN);
+    };
+    let running = true;
+    const client = async (i: number): Promise<void> => {
+      while (running) await streamChat(ports[i] ?? 0, 48);
+    };
+    const clients = [client(0), client(1)];
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    const before = await Promise.all(ports.map(predicted));
+    await new Promise((resolve) => setTimeout(resolve, 4_000));
+    const after = await Promise.all(ports.map(predicted));
+    running = false;
+    await Promise.all(clients);
+    const counts = after.map((n, i) => n - (before[i] ?? 0));
+    const [a, b] = counts;
+    expect(b).toBeGreaterThan(20);
+    expect((a ?? 0) / (b ?? 1)).toBeGreaterThan(2 * 0.85);
+    expect((a ?? 0) / (b ?? 1)).toBeLessThan(2 * 1.15);
+  });
+});
