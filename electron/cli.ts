@@ -8,6 +8,11 @@ import { runJoin } from './core/commands/join.js';
 import { runPeers } from './core/commands/peers.js';
 import { runPaced } from './core/commands/run.js';
 import { PlanCommandError, runPlan } from './core/commands/plan.js';
+import { runEngines, runLaunch } from './core/commands/launch.js';
+import { ProfileError } from './core/engines/profiles.js';
+import { SupervisorError } from './core/engines/supervisor.js';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { systemClock } from './core/clock.js';
 import { defaultDataDir } from './core/paths.js';
 import { PlannerInputError } from './core/planner/types.js';
@@ -141,18 +146,56 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
         }),
     );
 
+  // This file runs as dist/electron/cli.js: the engine host sits beside it, the CLI entry above.
+  const here = dirname(fileURLToPath(import.meta.url));
+  const launchers = { nodePath: process.execPath, cliPath: join(here, '..', '..', 'bin', 'gpu-share.js'), builtinHostPath: join(here, 'core', 'engines', 'builtin-host.js') };
+
+  program
+    .command('launch')
+    .description('plan, launch and supervise an engine in the foreground (a profile id, or --model FILE.gguf); Ctrl-C stops it')
+    .argument('[profile]', 'the id of a profile in the data folder')
+    .option('--model <file.gguf>', 'launch the built-in engine on this model (instead of a profile)')
+    .addOption(new Option('--ctx <n>', 'context size in tokens').argParser(parser(wholeNumber(16, 10_000_000))))
+    .addOption(new Option('--weight <w>', 'weight (default: the profile\'s, or its priority\'s)').argParser(parser(checkWeight)))
+    .addOption(new Option('--priority <p>', 'interactive, background or lab').argParser(parser(oneOf(['interactive', 'background', 'lab'] as const))))
+    .addOption(new Option('--threads <n>', 'CPU threads for the built-in engine').argParser(parser(wholeNumber(1, 1024))))
+    .option('--sim <file>', 'simulated telemetry from a JSON file (also $GPU_SHARE_SIM)')
+    .option('--data-dir <dir>', 'profiles, envelopes and engine state', defaultDataDir())
+    .exitOverride()
+    .action(
+      (profile: string | undefined, opts: { model?: string; ctx?: number; weight?: number; priority?: 'interactive' | 'background' | 'lab'; threads?: number; sim?: string; dataDir: string }) =>
+        run(() => {
+          if ((profile === undefined) === (opts.model === undefined)) throw new PlanCommandError('give either a profile id or --model FILE.gguf');
+          const helper = loadRegistryHelper();
+          return runLaunch(
+            { profile, model: opts.model, contextSize: opts.ctx, weight: opts.weight, priority: opts.priority, simFile: opts.sim, dataDir: opts.dataDir, threads: opts.threads, launchers, tty: process.stderr.isTTY === true },
+            processIo,
+            systemClock(() => helper.wallUs()),
+          );
+        }),
+    );
+
+  program
+    .command('engines')
+    .description('list the engines gpu-share launch runs on this machine')
+    .option('--data-dir <dir>', 'profiles, envelopes and engine state', defaultDataDir())
+    .option('--json', 'print JSON', false)
+    .exitOverride()
+    .action((opts: { dataDir: string; json: boolean }) => run(async () => runEngines(opts, processIo)));
+
   return program;
 }
 
 export function main(argv: readonly string[]): void {
   const run = (work: () => Promise<number>): void => {
-    work().then(
+    // Through a promise, so that a synchronous throw in `work` is reported like any other failure.
+    Promise.resolve().then(work).then(
       (code) => {
         process.exitCode = code;
       },
       (error: unknown) => {
         // Expected failures are one clear line; anything else is a bug and shows its stack.
-        const expected = [RegistryError, PlanCommandError, PlannerInputError, TelemetryError, EstimateError, EnvelopeFileError].some((kind) => error instanceof kind);
+        const expected = [RegistryError, PlanCommandError, PlannerInputError, TelemetryError, EstimateError, EnvelopeFileError, ProfileError, SupervisorError].some((kind) => error instanceof kind);
         const message = error instanceof Error ? (expected ? error.message : (error.stack ?? error.message)) : String(error);
         process.stderr.write(`gpu-share: ${message}\n`);
         process.exitCode = error instanceof PlanCommandError ? EXIT.USAGE : EXIT.FAILED;

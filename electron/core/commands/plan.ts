@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { Clock } from '../clock.js';
 import { describePlan } from '../planner/describe.js';
 import { EnvelopeStore, modelIdentity } from '../planner/envelopes.js';
-import { estimateFromGguf } from '../planner/estimate.js';
+import { estimateFromGguf, releaseEstimator } from '../planner/estimate.js';
 import { plan } from '../planner/plan.js';
 import { POLICY_M10_V1, type Priority } from '../planner/policy.js';
 import { PressureTracker } from '../planner/pressure.js';
@@ -48,6 +48,7 @@ export async function runPlan(options: PlanOptions, io: CommandIo, clock: Clock)
   const measured = envelopes.get(key);
   // The estimate first (it loads llama.cpp, ~1 s), so that the telemetry sample is fresh.
   const estimate = measured === undefined ? await estimateFromGguf(options.model, { contextSize: options.contextSize, gpuLayers: options.gpuLayers }) : null;
+  await releaseEstimator();
   const { provider, reason } = discoverTelemetry({ simFile: options.simFile, wallUs: () => clock.wallUs() });
   try {
     const samples = provider.sample();

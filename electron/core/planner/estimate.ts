@@ -40,6 +40,13 @@ function llama(): Promise<Llama> {
   return llamaPromise;
 }
 
+/** Let go of llama.cpp after estimating: its native threads would keep the process alive. */
+export async function releaseEstimator(): Promise<void> {
+  const pending = llamaPromise;
+  llamaPromise = null;
+  if (pending !== null) await (await pending).dispose();
+}
+
 export async function estimateFromGguf(file: string, options: { contextSize: number; gpuLayers: number }): Promise<GgufEstimate> {
   const { readGgufFileInfo, GgufInsights } = await nodeLlamaCpp();
   let info: Awaited<ReturnType<typeof readGgufFileInfo>>;

@@ -1,0 +1,253 @@
+/**
+ * `gpu-share launch PROFILE | --model FILE`: plan, launch and supervise one engine in the
+ * foreground, with a progress bar while it loads; Ctrl-C stops it gracefully. `gpu-share engines`
+ * lists the engines launched this way on this machine (from state files in the data folder).
+ */
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import type { Clock } from '../clock.js';
+import { describePlan } from '../planner/describe.js';
+import { EnvelopeStore, modelIdentity } from '../planner/envelopes.js';
+import { estimateFromGguf, releaseEstimator } from '../planner/estimate.js';
+import { LeaseBook } from '../planner/leases.js';
+import { POLICY_M10_V1, type Priority } from '../planner/policy.js';
+import { PressureTracker } from '../planner/pressure.js';
+import { snapshotFromSample, usedFraction } from '../planner/snapshot.js';
+import { discoverTelemetry } from '../telemetry/discovery.js';
+import { ProfileStore, effectiveWeight, type Profile } from '../engines/profiles.js';
+import { spawnEngineProcess } from '../engines/spawn.js';
+import { Supervisor, type LaunchSpec, type SupervisorEvent } from '../engines/supervisor.js';
+import { exitCodeForPlan, PlanCommandError } from './plan.js';
+import { untilStopSignal, type CommandIo } from './io.js';
+
+export interface LaunchOptions {
+  profile: string | undefined;
+  model: string | undefined;
+  contextSize: number | undefined;
+  weight: number | undefined;
+  priority: Priority | undefined;
+  simFile: string | undefined;
+  dataDir: string;
+  threads: number | undefined;
+  launchers: { nodePath: string; cliPath: string; builtinHostPath: string };
+  /** Draw the progress bar in place (a terminal) rather than a line per 10 %. */
+  tty: boolean;
+}
+
+/** A profile, or an ad-hoc built-in one for --model. */
+function resolveProfile(options: LaunchOptions): Profile {
+  if (options.profile !== undefined) {
+    const store = new ProfileStore({ dataDir: options.dataDir });
+    const profile = store.get(options.profile);
+    if (profile === undefined) {
+      const known = store.list().map((p) => p.id);
+      throw new PlanCommandError(`no profile "${options.profile}"; ${known.length ? `profiles: ${known.join(', ')}` : `none are defined in ${store.file}`}`);
+    }
+    return profile;
+  }
+  if (options.model === undefined) throw new PlanCommandError('give a profile id or --model FILE.gguf');
+  if (!existsSync(options.model)) throw new PlanCommandError(`--model: no such file: ${options.model}`);
+  const name = basename(options.model).replace(/\.gguf$/i, '').slice(0, 40) || 'model';
+  return {
+    id: name.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '') || 'model',
+    name,
+    capabilities: ['chat'],
+    engineKind: 'builtin',
+    modelPath: options.model,
+    contextSize: options.contextSize ?? 4096,
+    gpuLayers: 99,
+    threads: options.threads ?? null,
+    weight: null,
+    priority: options.priority ?? 'interactive',
+    pinned: false,
+    idleUnloadMinutes: null,
+    args: [],
+    env: {},
+    command: null,
+  };
+}
+
+export function progressBar(pct: number, width = 30): string {
+  const filled = Math.round((Math.max(0, Math.min(100, pct)) / 100) * width);
+  return `[${'#'.repeat(filled)}${' '.repeat(width - filled)}] ${String(Math.round(pct)).padStart(3)} %`;
+}
+
+interface EngineStateFile {
+  id: string;
+  profileId: string;
+  name: string;
+  kind: string;
+  pid: number;
+  supervisorPid: number;
+  port: number | null;
+  gpuKey: string;
+  startedAt: string;
+}
+
+const enginesDir = (dataDir: string): string => join(dataDir, 'engines');
+
+export async function runLaunch(options: LaunchOptions, io: CommandIo, clock: Clock): Promise<number> {
+  const profile = resolveProfile(options);
+  const weight = options.weight ?? effectiveWeight(profile);
+  const priority = options.priority ?? profile.priority;
+  const contextSize = options.contextSize ?? profile.contextSize;
+  const { provider, reason } = discoverTelemetry({ simFile: options.simFile, wallUs: () => clock.wallUs() });
+  const pressure = new PressureTracker(POLICY_M10_V1);
+  const sampleNow = (): ReturnType<typeof provider.sample>[number] | null => provider.sample()[0] ?? null;
+  const first = sampleNow();
+  const gpuKey = first?.key ?? 'cpu-0';
+  io.err(`telemetry: ${reason}`);
+
+  let modelKey = `command:${profile.command ?? profile.id}`;
+  let peakBytes = 256 * 1024 * 1024;
+  let peakSource: 'MEASURED' | 'ESTIMATED' = 'ESTIMATED';
+  const envelopes = new EnvelopeStore(join(options.dataDir, 'envelopes.json'));
+  if (profile.modelPath !== null) {
+    modelKey = modelIdentity(profile.modelPath).modelKey;
+    const measured = envelopes.get({ modelKey, contextSize, gpuLayers: profile.gpuLayers, engineKind: profile.engineKind });
+    if (measured !== undefined) {
+      peakBytes = measured.peakBytes;
+      peakSource = 'MEASURED';
+    } else {
+      peakBytes = (await estimateFromGguf(profile.modelPath, { contextSize, gpuLayers: profile.gpuLayers })).peakBytes;
+      await releaseEstimator();
+    }
+  }
+
+  let lastDrawn = -10;
+  const onEvent = (event: SupervisorEvent): void => {
+    if (event.kind === 'progress') {
+      if (options.tty) io.err(`\x1b[1A\x1b[2Kloading ${profile.name} ${progressBar(event.pct)}`);
+      else if (event.pct >= lastDrawn + 10 || event.pct === 100) {
+        lastDrawn = event.pct;
+        io.err(`loading ${profile.name} ${progressBar(event.pct)}`);
+      }
+    }
+  };
+  const supervisor = new Supervisor({
+    clock,
+    policy: POLICY_M10_V1,
+    leases: new LeaseBook(),
+    envelopes,
+    snapshot: () => {
+      const sample = sampleNow();
+      const level = sample === null ? 'NORMAL' : pressure.observe(usedFraction(sample), clock.monoUs());
+      const { residents: _r, leases: _l, ...rest } = snapshotFromSample({ nowUs: clock.wallUs(), sample, pressure: level });
+      return rest;
+    },
+    spawn: spawnEngineProcess,
+    launchers: options.launchers,
+    gpuKey,
+    residentBytes: (pid) => sampleNow()?.processes?.find((p) => p.pid === pid)?.usedBytes ?? null,
+    onEvent,
+  });
+  const spec: LaunchSpec = {
+    profileId: profile.id,
+    name: profile.name,
+    kind: profile.engineKind,
+    capability: profile.capabilities[0] ?? 'chat',
+    modelPath: profile.modelPath,
+    modelKey,
+    contextSize,
+    gpuLayers: profile.gpuLayers,
+    threads: options.threads ?? profile.threads,
+    weight,
+    priority,
+    pinned: profile.pinned,
+    command: profile.command,
+    args: profile.args,
+    env: profile.env,
+    peakBytes,
+    peakSource,
+    idleUnloadMinutes: profile.idleUnloadMinutes,
+  };
+  if (options.tty) io.err('');
+  const stopped = untilStopSignal();
+  const result = await supervisor.launch(spec);
+  if (result.engine === null) {
+    io.out(describePlan(result.plan).trimEnd());
+    provider.close();
+    return exitCodeForPlan(result.plan);
+  }
+  const engine = result.engine;
+  if (engine.state !== 'running') {
+    io.err(`gpu-share: ${profile.name} exited while starting (${engine.exitSignal ?? `exit code ${engine.exitCode}`}); last lines:\n  ${engine.lastLines.slice(-10).join('\n  ')}`);
+    provider.close();
+    return 1;
+  }
+  mkdirSync(enginesDir(options.dataDir), { recursive: true });
+  const stateFile = join(enginesDir(options.dataDir), `${process.pid}.json`);
+  const state: EngineStateFile = { id: engine.id, profileId: profile.id, name: profile.name, kind: profile.engineKind, pid: engine.pid, supervisorPid: process.pid, port: engine.port, gpuKey, startedAt: new Date().toISOString() };
+  writeFileSync(stateFile, `${JSON.stringify(state)}\n`);
+  io.out(`running: ${profile.name} (${profile.engineKind}, pid ${engine.pid}, weight ${weight})${engine.port === null ? '' : ` at http://127.0.0.1:${engine.port}`}; Ctrl-C stops it`);
+  let watch: NodeJS.Timeout | null = null;
+  const crashed = new Promise<void>((resolve) => {
+    watch = setInterval(() => {
+      const status = supervisor.get(engine.id);
+      if (status?.state === 'crashed' || status?.state === 'stopped') resolve();
+    }, 200);
+  });
+  await Promise.race([stopped, crashed]);
+  if (watch !== null) clearInterval(watch);
+  const final = supervisor.get(engine.id);
+  rmSync(stateFile, { force: true });
+  if (final?.state === 'crashed') {
+    io.err(`gpu-share: ${profile.name} crashed (${final.exitSignal ?? `exit code ${final.exitCode}`}); last lines:\n  ${final.lastLines.slice(-10).join('\n  ')}`);
+    provider.close();
+    return 1;
+  }
+  io.err(`stopping ${profile.name}… (again to stop it at once)`);
+  // Keep listening: a second Ctrl-C kills at once. (A listener must stay installed anyway: with
+  // none, node-llama-cpp's exit hooks re-raise the signal and end us mid-stop.)
+  const now = (): void => void supervisor.kill(engine.id).catch(() => undefined);
+  process.on('SIGINT', now);
+  process.on('SIGTERM', now);
+  await supervisor.stopAll();
+  process.off('SIGINT', now);
+  process.off('SIGTERM', now);
+  provider.close();
+  return 0;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The engines `gpu-share launch` runs on this machine; state files of dead launches are removed. */
+export function listEngines(dataDir: string): EngineStateFile[] {
+  const dir = enginesDir(dataDir);
+  if (!existsSync(dir)) return [];
+  const engines: EngineStateFile[] = [];
+  for (const file of readdirSync(dir).filter((f) => f.endsWith('.json'))) {
+    try {
+      const state = JSON.parse(readFileSync(join(dir, file), 'utf8')) as EngineStateFile;
+      if (typeof state.supervisorPid === 'number' && alive(state.supervisorPid)) engines.push(state);
+      else rmSync(join(dir, file), { force: true });
+    } catch {
+      rmSync(join(dir, file), { force: true }); // half-written by a launch that died
+    }
+  }
+  return engines.sort((a, b) => a.startedAt.localeCompare(b.startedAt));
+}
+
+export function runEngines(options: { dataDir: string; json: boolean }, io: CommandIo): number {
+  const engines = listEngines(options.dataDir);
+  if (options.json) {
+    io.out(JSON.stringify({ engines }));
+    return 0;
+  }
+  if (engines.length === 0) {
+    io.out('no engines running (start one with: gpu-share launch PROFILE or --model FILE.gguf)');
+    return 0;
+  }
+  io.out('NAME                 KIND          PID     PORT   DEVICE        SINCE');
+  for (const e of engines) {
+    io.out(`${e.name.padEnd(20)} ${e.kind.padEnd(13)} ${String(e.pid).padEnd(7)} ${String(e.port ?? '—').padEnd(6)} ${e.gpuKey.slice(0, 13).padEnd(13)} ${e.startedAt}`);
+  }
+  return 0;
+}
