@@ -5,21 +5,28 @@
  *   coop    TDM, cooperative gate inside each engine
  *   gate    TDM, engines unaware, paced by `gpu-share run` (supervisors on core 1)
  *   static  each engine capped to its weight's window whether or not the others are busy
+ *   builtin with --builtin: the built-in engine (node-llama-cpp, cooperative gate per token)
+ *           with streaming clients, in the 2:1 and 1:1 scenarios
  * Prints a table (or one JSON object with --json) and writes bench-results/pacing.json.
- * --quick runs 2:1 only.
+ * --quick runs 2:1 only; --builtin adds the built-in engine mode.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { parseHostLine } from '../../electron/core/engines/host-protocol.js';
+import { writeGguf } from '../fixtures/gguf.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadRegistryHelper } from '../../native/helper.js';
 import { computeShares } from '../../electron/core/registry/shares.js';
 import { buildSchedule, stallBoundUs } from '../../electron/core/pacer/schedule.js';
-import { BURN_ENGINE, CLI, ROOT, readBurnOutput } from '../fixtures/procs.js';
+import { BUILTIN_HOST, BURN_ENGINE, CLI, ROOT, readBurnOutput } from '../fixtures/procs.js';
 
-type Mode = 'free' | 'coop' | 'gate' | 'static';
-const MODES: Mode[] = ['free', 'coop', 'gate', 'static'];
+type Mode = 'free' | 'coop' | 'gate' | 'static' | 'builtin';
+const MODES: Mode[] = ['free', 'coop', 'gate', 'static', 'builtin'];
+/** The built-in engine (node-llama-cpp) on a generated E1024/L12/q8_0 model, two streaming clients. */
+const BUILTIN_MODEL = { embedding: 1024, layers: 12, contextLength: 2048, feedForward: 2048, heads: 16, vocab: 8192, type: 'q8_0' as const, seed: 11 };
 const TOKEN_MS = 5;
 
 interface EngineSpec {
@@ -36,13 +43,15 @@ interface Scenario {
   event?: 'idle' | 'kill';
   /** Whether the TDM ratio target applies. */
   ratioTarget: boolean;
+  /** Also run it with built-in engines (slower to start: only where the ratio is the point). */
+  builtin?: boolean;
 }
 
 const OTHERS_START_S = 2.5;
 const SCENARIOS: Scenario[] = [
   { name: 'solo', engines: [{ weight: 1 }], ratioTarget: false },
-  { name: '2:1', engines: [{ weight: 2 }, { weight: 1 }], ratioTarget: true },
-  { name: '1:1', engines: [{ weight: 1 }, { weight: 1 }], ratioTarget: true },
+  { name: '2:1', engines: [{ weight: 2 }, { weight: 1 }], ratioTarget: true, builtin: true },
+  { name: '1:1', engines: [{ weight: 1 }, { weight: 1 }], ratioTarget: true, builtin: true },
   { name: '2:1:1', engines: [{ weight: 2 }, { weight: 1 }, { weight: 1 }], ratioTarget: true },
   { name: '2:1 late start', engines: [{ weight: 2 }, { weight: 1, startS: 5 }], ratioTarget: true },
   { name: 'idle release', engines: [{ weight: 1 }, { weight: 1 }], event: 'idle', ratioTarget: false },
@@ -67,14 +76,15 @@ interface Timeline {
   lengthS: number;
 }
 
-function timelineOf(scenario: Scenario): Timeline {
-  const starts = scenario.engines.map((e, i) => (i === 0 ? 0 : (e.startS ?? OTHERS_START_S)));
+/** @param startupS extra seconds an engine needs before its first token (loading a model) */
+function timelineOf(scenario: Scenario, startupS = 0): Timeline {
+  const starts = scenario.engines.map((e, i) => (i === 0 ? 0 : (e.startS ?? OTHERS_START_S) + startupS));
   const lastStart = Math.max(...starts);
   const alone = scenario.engines.length === 1;
   const shares = computeShares(scenario.engines.map((e) => e.weight));
   const periodUs = alone ? 100_000 : buildSchedule(shares.map((share, slot) => ({ slot, share }))).periodUs;
   const periods = Math.floor(3_600_000 / periodUs);
-  const measureFromS = alone ? OTHERS_START_S : lastStart + 1;
+  const measureFromS = alone ? OTHERS_START_S + startupS : lastStart + 1 + startupS;
   // +1 period: the start is aligned up to the next period boundary.
   const measureEndS = measureFromS + ((periods + 1) * periodUs) / 1e6;
   const eventS = scenario.event ? measureEndS : null;
@@ -84,7 +94,7 @@ function timelineOf(scenario: Scenario): Timeline {
   const afterEvent: [number, number] | null = eventS !== null ? [eventS + 3, eventS + 3.9] : null;
   return {
     starts,
-    baseline: [0.4, (alone ? OTHERS_START_S : Math.min(...starts.slice(1))) - 0.05],
+    baseline: [0.4 + startupS, (alone ? OTHERS_START_S + startupS : Math.min(...starts.slice(1))) - 0.05],
     after: bracket ? [measureEndS + 0.5, measureEndS + 2] : afterEvent,
     othersStopS: bracket ? measureEndS : null,
     measureFromS,
@@ -167,13 +177,66 @@ function launch(mode: Mode, scenario: Scenario, index: number, gpuKey: string, i
     case 'static':
       argv = taskset(0, [process.execPath, ...burnArgs, '--mode', 'static', '--static-weights', scenario.engines.map((e) => e.weight).join(','), '--static-index', String(index)]);
       break;
+    case 'builtin':
+      argv = taskset(0, [process.execPath, BUILTIN_HOST, '--model', builtinModel, '--ctx', '2048', '--gpu-layers', '0', '--threads', '1', '--port', '0', '--gpu-key', gpuKey, '--weight', String(spec.weight), '--name', `e${index}`]);
+      break;
     case 'gate':
       // The supervisor is not the device: it runs on core 1, its engine on core 0.
       argv = taskset(1, [process.execPath, CLI, 'run', '--gpu-key', gpuKey, '--weight', String(spec.weight), '--name', `e${index}`, '--', ...taskset(0, [process.execPath, ...burnArgs, '--mode', 'unaware'])]);
       break;
   }
   const [command, ...args] = argv;
-  return spawn(command ?? 'taskset', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  if (mode !== 'builtin') return spawn(command ?? 'taskset', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  const host = spawn(command ?? 'taskset', args, { stdio: ['pipe', 'pipe', 'pipe'] });
+  streamFromHost(host, out, idleAfterS);
+  return host;
+}
+
+let builtinModel = '';
+
+/**
+ * A client for a built-in engine: once it is ready, streams short chat completions back to back
+ * (a token's cost grows with its place in the context: short requests keep tokens comparable)
+ * and records when each streamed piece arrives, in the burn engine's file format. Stops asking
+ * `idleAfterS` seconds after the engine started (it goes idle), and when the engine exits.
+ */
+function streamFromHost(host: ChildProcess, out: string, idleAfterS: number | null): void {
+  const helper = loadRegistryHelper();
+  const startedMs = Date.now();
+  const tokens: number[] = [];
+  let flushed = 0;
+  writeFileSync(out, `${JSON.stringify({ pid: host.pid, name: 'builtin', mode: 'builtin', iterations: 0 })}\n`);
+  const flush = (): void => {
+    if (flushed < tokens.length) appendFileSync(out, `${JSON.stringify({ tokens: tokens.slice(flushed) })}\n`);
+    flushed = tokens.length;
+  };
+  const flusher = setInterval(flush, 100);
+  let alive = true;
+  host.once('exit', () => {
+    alive = false;
+    clearInterval(flusher);
+    flush();
+  });
+  if (host.stdout === null) return;
+  createInterface({ input: host.stdout }).on('line', (line) => {
+    const event = parseHostLine(line);
+    if (event?.event !== 'ready') return;
+    const url = `http://127.0.0.1:${event.port}/v1/chat/completions`;
+    void (async () => {
+      while (alive && (idleAfterS === null || Date.now() - startedMs < idleAfterS * 1000)) {
+        try {
+          const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages: [{ role: 'user', content: 'Go on.' }], stream: true, max_tokens: 48, temperature: 1 }) });
+          for await (const part of response.body ?? []) {
+            // One piece per token, but for partial UTF-8 that the server holds back and merges.
+            const text = Buffer.from(part as Uint8Array).toString('utf8');
+            for (const match of text.matchAll(/"content":"/g)) if (match) tokens.push(helper.wallUs());
+          }
+        } catch {
+          if (!alive) return;
+        }
+      }
+    })();
+  });
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -199,7 +262,8 @@ function enginePid(mode: Mode, child: ChildProcess): number | undefined {
 async function runScenario(mode: Mode, scenario: Scenario, iterations: number, dir: string, wallUs: () => number, soloOverride: number | null): Promise<ScenarioResult> {
   const gpuKey = `bench-${process.pid}-${mode}-${scenario.name.replace(/[^A-Za-z0-9]/g, '')}`.slice(0, 40);
   const helper = loadRegistryHelper();
-  const timeline = timelineOf(scenario);
+  // A built-in engine loads llama.cpp and a 145 MB model before its first token.
+  const timeline = timelineOf(scenario, mode === 'builtin' ? 2 : 0);
   const t0 = wallUs();
   const children: (ChildProcess | null)[] = scenario.engines.map(() => null);
   const outs = scenario.engines.map((_, i) => join(dir, `${gpuKey}-${i}.jsonl`));
@@ -280,7 +344,7 @@ async function runScenario(mode: Mode, scenario: Scenario, iterations: number, d
 
 /** The TDM targets, for the coop and gate modes. */
 function judge(result: ScenarioResult, scenario: Scenario): boolean | undefined {
-  if (result.mode !== 'coop' && result.mode !== 'gate') return undefined;
+  if (result.mode !== 'coop' && result.mode !== 'gate' && result.mode !== 'builtin') return undefined;
   const checks: boolean[] = [result.bound_ok, result.aggregate_pct_of_solo >= 97];
   if (scenario.ratioTarget && result.ratio !== null && result.target_ratio !== null) {
     checks.push(Math.abs(result.ratio / result.target_ratio - 1) <= 0.03);
@@ -313,7 +377,7 @@ function table(results: ScenarioResult[]): string {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, json: { type: 'boolean', default: false } } });
+  const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, builtin: { type: 'boolean', default: false } } });
   if (process.platform !== 'linux' || spawnSync('sh', ['-c', 'command -v taskset']).status !== 0) {
     console.error('bench:pacing needs Linux with taskset (util-linux) to pin every engine to one core');
     process.exit(2);
@@ -332,9 +396,17 @@ async function main(): Promise<void> {
   log(`pacing benchmark: ${TOKEN_MS} ms tokens (${iterations} iterations), all engines on core 0; ${scenarios.length} scenarios × ${MODES.length} modes`);
   const results: ScenarioResult[] = [];
   try {
+    if (values.builtin && scenarios.some((s) => s.builtin)) {
+      builtinModel = join(tmpdir(), `gpushare-bench-e1024-l12-q8_0-${BUILTIN_MODEL.seed}.gguf`);
+      if (!existsSync(builtinModel)) {
+        log(`generating the built-in engine's model ${builtinModel} (E1024/L12/q8_0)…`);
+        writeGguf(builtinModel, BUILTIN_MODEL);
+      }
+    }
     for (const scenario of scenarios) {
       let freeSolo: number | null = null;
       for (const mode of MODES) {
+        if (mode === 'builtin' && !(values.builtin && scenario.builtin)) continue;
         const result = await runScenario(mode, scenario, iterations, dir, wallUs, mode === 'static' ? freeSolo : null);
         if (mode === 'free') freeSolo = result.solo_tokps;
         const verdict = judge(result, scenario);
@@ -356,7 +428,7 @@ async function main(): Promise<void> {
   } else {
     console.log('');
     console.log(table(results));
-    console.log(`\nratio = first engine's tok/s over the second's; solo = engine 0 alone at the start of the same run; bound = (1 − share)·period;\nTDM targets (coop, gate): ratio ±3 %, aggregate ≥ 97 % of solo, max ITL ≤ bound + 2 tokens, idle release ≤ 2.5 s, kill -9 ≤ 3.6 s`);
+    console.log(`\nratio = first engine's tok/s over the second's; solo = engine 0 alone at the start of the same run; bound = (1 − share)·period;\nTDM targets (coop, gate, builtin): ratio ±3 %, aggregate ≥ 97 % of solo, max ITL ≤ bound + 2 tokens, idle release ≤ 2.5 s, kill -9 ≤ 3.6 s\nbuiltin: node-llama-cpp on a generated E1024/L12/q8_0 model, two clients streaming 48-token chat completions back to back`);
     console.log(`${seconds} s; wrote bench-results/${values.quick ? 'pacing-quick.json' : 'pacing.json'}`);
   }
 }

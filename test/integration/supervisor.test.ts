@@ -2,6 +2,7 @@
  *  stop, SIGKILL escalation, crash detection, eviction on a simulated device, and no orphan after
  *  the supervisor itself is SIGKILLed. */
 import { spawn, spawnSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../../electron/core/clock.js';
@@ -11,7 +12,7 @@ import { LeaseBook } from '../../electron/core/planner/leases.js';
 import { GiB, POLICY_M10_V1 } from '../../electron/core/planner/policy.js';
 import { DEFAULT_CONTROLS } from '../../electron/core/planner/snapshot.js';
 import { loadRegistryHelper } from '../../native/helper.js';
-import { BUILTIN_HOST, BURN_ENGINE, CLI, SUPERVISOR_PROC, procState, until } from '../fixtures/procs.js';
+import { BUILTIN_HOST, BURN_ENGINE, CLI, SUPERVISOR_PROC, procState, readBurnOutput, until } from '../fixtures/procs.js';
 import { removeSegment, testKey } from '../fixtures/segments.js';
 
 const helper = loadRegistryHelper();
@@ -132,5 +133,26 @@ describe('supervisor', () => {
     const killedAt = Date.now();
     await until(() => procState(enginePid) === null && procState(wrapperPid) === null, 5_000, 'the engine and its wrapper to exit');
     expect(Date.now() - killedAt).toBeLessThan(5_000);
+  });
+});
+
+describe('supervisor pacing', () => {
+  it('paces two command engines (burn engines) at 2:1 through the process gate on one core (±15 %)', async () => {
+    const { supervisor } = supervisorOn();
+    const outs = [`/tmp/sup-burn-a-${process.pid}.jsonl`, `/tmp/sup-burn-b-${process.pid}.jsonl`];
+    const pinned = (out: string): string[] => ['-c', '0', process.execPath, BURN_ENGINE, '--mode', 'unaware', '--token-ms', '5', '--duration-s', '7', '--out', out];
+    const engines = await Promise.all([
+      supervisor.launch(commandSpec('heavy', 'taskset', pinned(outs[0] ?? ''), { weight: 2 })),
+      supervisor.launch(commandSpec('light', 'taskset', pinned(outs[1] ?? ''), { weight: 1 })),
+    ]);
+    expect(engines.map((e) => e.engine?.state)).toEqual(['running', 'running']);
+    await until(() => supervisor.list().every((e) => e.state !== 'running'), 15_000, 'both engines to finish', 100);
+    const [a, b] = outs.map((out) => readBurnOutput(out));
+    for (const out of outs) rmSync(out, { force: true });
+    const t0 = Math.max(a?.tokens[0] ?? 0, b?.tokens[0] ?? 0);
+    const rate = (tokens: number[]): number => tokens.filter((t) => t >= t0 + 2e6 && t < t0 + 5.5e6).length;
+    const ratio = rate(a?.tokens ?? []) / Math.max(1, rate(b?.tokens ?? []));
+    expect(ratio).toBeGreaterThan(2 * 0.85);
+    expect(ratio).toBeLessThan(2 * 1.15);
   });
 });
