@@ -26,13 +26,10 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { ChatHistoryItem, ChatWrapper, Llama, LlamaContext, LlamaContextSequence, LlamaModel, SequenceEvaluateOptions, Token } from 'node-llama-cpp';
 import { loadRegistryHelper } from '../../../native/helper.js';
-import { monotonicUs, systemClock } from '../clock.js';
-import { CooperativeGate, sleepUs } from '../pacer/gate.js';
-import { RegistryMember, processBootUs, startHeartbeat } from '../registry/member.js';
-import { RegistryObserver } from '../registry/observer.js';
-import { RegistrySegment } from '../registry/segment.js';
+import { monotonicUs } from '../clock.js';
 import { checkGpuKey, checkName, checkWeight } from '../registry/validate.js';
 import { formatHostEvent, type HostEvent, type HostLogLevel } from './host-protocol.js';
+import { joinAsPacedPeer } from '../pacer/paced-peer.js';
 
 // ---------------------------------------------------------------------------------------------
 // Flags
@@ -972,46 +969,10 @@ async function main(argv: readonly string[]): Promise<void> {
   if (options.registry !== null) {
     const { gpuKey, weight, name } = options.registry;
     try {
-      const helper = loadRegistryHelper();
-      const clock = systemClock(() => helper.wallUs());
-      const segment = RegistrySegment.openForJoin(helper, gpuKey);
-      const member = new RegistryMember(segment, clock, { pid: process.pid, ownerPid: process.pid, bootUs: processBootUs(clock.wallUs()), name, weight, active: false });
-      slot = member.join();
-      const observer = new RegistryObserver(clock, true);
-      const gate = new CooperativeGate(
-        {
-          peers: () => observer.peers(segment),
-          selfSlot: () => member.slot,
-          publish: (fields) => void member.set(fields),
-        },
-        clock,
-        sleepUs,
-      );
-      const heartbeat = startHeartbeat(member, (result) => {
-        if (result === 'rejoined') log('warn', `our registry slot was reclaimed (stopped for more than 3 s?); rejoined slot ${String(member.slot)}`);
-        else if (result instanceof Error) log('error', `registry heartbeat failed: ${result.message}`);
-      });
-      const refresh = setInterval(() => {
-        try {
-          gate.refresh();
-        } catch (error) {
-          log('error', `registry update failed: ${errorText(error)}`);
-        }
-      }, 100);
-      afterStep = (stepUs) => gate.afterStep(stepUs);
-      let left = false;
-      cleanupRegistry = () => {
-        if (left) return;
-        left = true;
-        clearInterval(refresh);
-        heartbeat.stop();
-        try {
-          member.leave();
-          segment.close();
-        } catch {
-          // The slot ages out in 3 s anyway.
-        }
-      };
+      const peer = joinAsPacedPeer(loadRegistryHelper(), { gpuKey, weight, name }, log);
+      slot = peer.slot;
+      afterStep = (stepUs) => peer.gate.afterStep(stepUs);
+      cleanupRegistry = () => peer.leave();
       log('info', `joined registry ${gpuKey} slot ${slot} as ${JSON.stringify(name)} (weight ${weight})`);
     } catch (error) {
       fatal(`could not join the registry ${gpuKey}: ${errorText(error)}`);
