@@ -2,7 +2,9 @@
  *  stop, SIGKILL escalation, crash detection, eviction on a simulated device, and no orphan after
  *  the supervisor itself is SIGKILLed. */
 import { spawn, spawnSync } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../../electron/core/clock.js';
@@ -12,7 +14,7 @@ import { LeaseBook } from '../../electron/core/planner/leases.js';
 import { GiB, POLICY_M10_V1 } from '../../electron/core/planner/policy.js';
 import { DEFAULT_CONTROLS } from '../../electron/core/planner/snapshot.js';
 import { loadRegistryHelper } from '../../native/helper.js';
-import { BUILTIN_HOST, BURN_ENGINE, CLI, SUPERVISOR_PROC, procState, readBurnOutput, until } from '../fixtures/procs.js';
+import { BUILTIN_HOST, BURN_ENGINE, CLI, FAKE_LLAMA_SERVER, SUPERVISOR_PROC, procState, readBurnOutput, until } from '../fixtures/procs.js';
 import { removeSegment, testKey } from '../fixtures/segments.js';
 
 const helper = loadRegistryHelper();
@@ -114,6 +116,20 @@ describe('supervisor', () => {
     const another = await supervisor.launch(burn('another', { priority: 'lab', peakBytes: 2.5 * GiB }));
     expect(another.plan.verdict).not.toBe('ADMIT_AFTER_EVICTION');
     expect(supervisor.get(chat.engine?.id ?? '')?.state).toBe('running');
+  });
+
+  it('waits for a llama-server’s /health before calling it running', async () => {
+    const { supervisor } = supervisorOn();
+    const port = 20_000 + (process.pid % 20_000);
+    const started = Date.now();
+    // An executable standing in for llama-server (it gets llama-server's flags first).
+    const executable = join(mkdtempSync(join(tmpdir(), 'gpushare-llama-')), 'llama-server');
+    writeFileSync(executable, `#!/bin/sh\nexec "${process.execPath}" "${FAKE_LLAMA_SERVER}" "$@"\n`, { mode: 0o755 });
+    const result = await supervisor.launch(commandSpec('llama', executable, [], { kind: 'llama-server', modelPath: '/models/fake.gguf', args: ['--port', String(port), '--load-ms', '1200'] }));
+    expect(result.engine?.state).toBe('running');
+    expect(result.engine?.port).toBe(port);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1_100);
+    expect((await fetch(`http://127.0.0.1:${port}/health`)).status).toBe(200);
   });
 
   it('refuses to signal anything it did not start', async () => {

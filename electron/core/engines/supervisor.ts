@@ -172,10 +172,8 @@ export function commandFor(spec: LaunchSpec, deps: Pick<SupervisorDeps, 'launche
     }
     case 'llama-server': {
       // Its /metrics (with in-flight requests) tells activity; CPU time when it does not answer.
-      const portAt = spec.args.indexOf('--port');
-      const port = portAt >= 0 ? Number(spec.args[portAt + 1]) : LLAMA_SERVER_DEFAULT_PORT;
       const args = [...model, '-c', String(spec.contextSize), '-ngl', String(spec.gpuLayers), '--metrics', ...spec.args];
-      return { command: nodePath, args: paced(spec.command ?? 'llama-server', args, `http://127.0.0.1:${Number.isInteger(port) ? port : LLAMA_SERVER_DEFAULT_PORT}/metrics`), env };
+      return { command: nodePath, args: paced(spec.command ?? 'llama-server', args, `http://127.0.0.1:${healthPortOf(spec) ?? LLAMA_SERVER_DEFAULT_PORT}/metrics`), env };
     }
     case 'llamafile':
       return { command: nodePath, args: paced(spec.command ?? 'llamafile', [...model, '-c', String(spec.contextSize), '-ngl', String(spec.gpuLayers), ...spec.args]), env };
@@ -185,6 +183,29 @@ export function commandFor(spec: LaunchSpec, deps: Pick<SupervisorDeps, 'launche
     case 'opencoti-llamafile':
       return { command: spec.command ?? 'llamafile', args: [...model, '-c', String(spec.contextSize), '-ngl', String(spec.gpuLayers), '--gpu-share-weight', String(spec.weight), ...spec.args], env };
   }
+}
+
+/** The port whose /health tells a llama-server's readiness; null for kinds without one. */
+export function healthPortOf(spec: Pick<LaunchSpec, 'kind' | 'args'>): number | null {
+  if (spec.kind !== 'llama-server') return null;
+  const at = spec.args.indexOf('--port');
+  const port = at >= 0 ? Number(spec.args[at + 1]) : LLAMA_SERVER_DEFAULT_PORT;
+  return Number.isInteger(port) && port > 0 && port < 65536 ? port : LLAMA_SERVER_DEFAULT_PORT;
+}
+
+/** Poll http://127.0.0.1:PORT/health every 250 ms until it answers 200 (true), or `still()` turns
+ *  false (the engine exited or is being stopped: false). */
+export async function waitForHealth(port: number, still: () => boolean): Promise<boolean> {
+  while (still()) {
+    try {
+      const response = await fetch(`http://127.0.0.1:${port}/health`, { signal: AbortSignal.timeout(1_000) });
+      if (response.status === 200) return true;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  return false;
 }
 
 export class Supervisor {
@@ -301,9 +322,19 @@ export class Supervisor {
         this.becomeRunning(engine);
         markReady();
       } else if (spec.kind !== 'builtin' && stream === 'stderr' && line.startsWith('gpu-share: joined ')) {
-        // A paced command is "ready" once it is started and holds its slot.
-        this.becomeRunning(engine);
-        markReady();
+        const healthPort = healthPortOf(spec);
+        if (healthPort === null) {
+          // A paced command is "ready" once it is started and holds its slot.
+          this.becomeRunning(engine);
+          markReady();
+        } else {
+          // A llama-server is ready when its /health says so (it may load for minutes).
+          engine.status.port = healthPort;
+          void waitForHealth(healthPort, () => engine.status.state === 'loading').then((healthy) => {
+            if (healthy) this.becomeRunning(engine);
+            markReady();
+          });
+        }
       }
     });
     child.onExit((code, signal) => {
