@@ -758,6 +758,8 @@ class Host {
     let stopped = false;
     let aborted = false;
     let firstStep = true;
+    // The prompt's evaluation is device work too: it starts inside our window, not someone else's.
+    if (this.afterStep !== null) await this.afterStep(0);
     const iterator = sequence.evaluate(tokens.slice(keep), options);
     try {
       while (completionTokens < limit) {
