@@ -12,11 +12,8 @@ import { createInterface } from 'node:readline';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../electron/core/clock.js';
 import { parseHostLine } from '../../electron/core/engines/host-protocol.js';
-import { spawnEngineProcess } from '../../electron/core/engines/spawn.js';
 import { Supervisor, type SupervisorEvent } from '../../electron/core/engines/supervisor.js';
-import { LeaseBook } from '../../electron/core/planner/leases.js';
-import { GiB, POLICY_M10_V1 } from '../../electron/core/planner/policy.js';
-import { DEFAULT_CONTROLS } from '../../electron/core/planner/snapshot.js';
+import { simSupervisorDeps } from '../fixtures/supervisor-deps.js';
 import { loadRegistryHelper } from '../../native/helper.js';
 import { TINY_GGUF_SPEC, writeGguf } from '../fixtures/gguf.js';
 import { BUILTIN_HOST, CLI, exitOf, hasTaskset } from '../fixtures/procs.js';
@@ -82,18 +79,7 @@ describe('built-in engines', () => {
     const gpuKey = testKey('builtin');
     keys.push(gpuKey);
     const events: SupervisorEvent[] = [];
-    const supervisor = new Supervisor({
-      clock,
-      policy: POLICY_M10_V1,
-      leases: new LeaseBook(),
-      envelopes: null,
-      snapshot: () => ({ nowUs: clock.wallUs(), device: { key: 'GPU-sim', name: 'Sim', totalBytes: 24 * GiB, observedUsedBytes: 0, processes: null, health: 'OK', sampledAtUs: clock.wallUs() }, pressure: 'NORMAL', controls: DEFAULT_CONTROLS }),
-      spawn: spawnEngineProcess,
-      launchers: { nodePath: process.execPath, cliPath: CLI, builtinHostPath: BUILTIN_HOST },
-      gpuKey,
-      residentBytes: () => null,
-      onEvent: (event) => events.push(event),
-    });
+    const supervisor = new Supervisor(simSupervisorDeps({ clock, gpuKey, onEvent: (event) => events.push(event) }));
     try {
       const result = await supervisor.launch({ profileId: 'tiny', name: 'tiny-chat', kind: 'builtin', capability: 'chat', modelPath: tiny, modelKey: 'tiny', contextSize: 256, gpuLayers: 0, threads: 1, weight: 2, priority: 'interactive', pinned: false, command: null, args: [], env: {}, peakBytes: 64 * 1024 * 1024, peakSource: 'ESTIMATED' });
       expect(result.engine?.state).toBe('running');

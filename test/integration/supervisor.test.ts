@@ -9,12 +9,10 @@ import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../../electron/core/clock.js';
 import { Supervisor, type LaunchSpec, type SupervisorEvent } from '../../electron/core/engines/supervisor.js';
-import { spawnEngineProcess } from '../../electron/core/engines/spawn.js';
-import { LeaseBook } from '../../electron/core/planner/leases.js';
-import { GiB, POLICY_M10_V1 } from '../../electron/core/planner/policy.js';
-import { DEFAULT_CONTROLS } from '../../electron/core/planner/snapshot.js';
+import { GiB } from '../../electron/core/planner/policy.js';
+import { simSupervisorDeps } from '../fixtures/supervisor-deps.js';
 import { loadRegistryHelper } from '../../native/helper.js';
-import { BUILTIN_HOST, BURN_ENGINE, CLI, FAKE_LLAMA_SERVER, SUPERVISOR_PROC, procState, readBurnOutput, until } from '../fixtures/procs.js';
+import { BURN_ENGINE, CLI, FAKE_LLAMA_SERVER, SUPERVISOR_PROC, procState, readBurnOutput, until } from '../fixtures/procs.js';
 import { removeSegment, testKey } from '../fixtures/segments.js';
 
 const helper = loadRegistryHelper();
@@ -25,24 +23,7 @@ const keys: string[] = [];
 function supervisorOn(totalBytes = 24 * GiB, events: SupervisorEvent[] = []): { supervisor: Supervisor; gpuKey: string } {
   const gpuKey = testKey('sup');
   keys.push(gpuKey);
-  const supervisor = new Supervisor({
-    clock,
-    policy: POLICY_M10_V1,
-    leases: new LeaseBook(),
-    envelopes: null,
-    snapshot: () => ({
-      nowUs: clock.wallUs(),
-      // No per-process figures: the envelopes of our engines stand in for their use.
-      device: { key: 'GPU-sim', name: 'Sim', totalBytes, observedUsedBytes: 0, processes: null, health: 'OK', sampledAtUs: clock.wallUs() },
-      pressure: 'NORMAL',
-      controls: DEFAULT_CONTROLS,
-    }),
-    spawn: spawnEngineProcess,
-    launchers: { nodePath: process.execPath, cliPath: CLI, builtinHostPath: BUILTIN_HOST },
-    gpuKey,
-    residentBytes: () => null,
-    onEvent: (event) => events.push(event),
-  });
+  const supervisor = new Supervisor(simSupervisorDeps({ clock, gpuKey, totalBytes, onEvent: (event) => events.push(event) }));
   supervisors.push(supervisor);
   return { supervisor, gpuKey };
 }
