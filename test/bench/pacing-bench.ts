@@ -21,7 +21,7 @@ import { parseArgs } from 'node:util';
 import { loadRegistryHelper } from '../../native/helper.js';
 import { computeShares } from '../../electron/core/registry/shares.js';
 import { buildSchedule, stallBoundUs } from '../../electron/core/pacer/schedule.js';
-import { BUILTIN_HOST, BURN_ENGINE, CLI, ROOT, readBurnOutput } from '../fixtures/procs.js';
+import { BUILTIN_HOST, BURN_ENGINE, CLI, ROOT, readBurnOutput, type BurnOutput as BurnOutputFile } from '../fixtures/procs.js';
 
 type Mode = 'free' | 'coop' | 'gate' | 'static' | 'builtin';
 const MODES: Mode[] = ['free', 'coop', 'gate', 'static', 'builtin'];
@@ -147,6 +147,24 @@ function summary(gaps: number[]): { p50: number; p95: number; max: number } {
 
 const rate = (tokens: number[], fromUs: number, toUs: number): number => tokens.filter((t) => t >= fromUs && t < toUs).length / ((toUs - fromUs) / 1e6);
 
+/** The engine's own token counter at a time, interpolated between samples; null outside them. */
+function counterAt(counters: readonly [number, number][], us: number): number | null {
+  for (let i = 1; i < counters.length; i++) {
+    const [t0, n0] = counters[i - 1] ?? [0, 0];
+    const [t1, n1] = counters[i] ?? [0, 0];
+    if (us >= t0 && us <= t1) return t1 === t0 ? n0 : n0 + ((n1 - n0) * (us - t0)) / (t1 - t0);
+  }
+  return null;
+}
+
+/** tok/s of one engine: from its own counter when it has one, else from the recorded tokens. */
+function rateOf(output: BurnOutputFile, fromUs: number, toUs: number): number {
+  const from = counterAt(output.counters, fromUs);
+  const to = counterAt(output.counters, toUs);
+  if (from !== null && to !== null) return (to - from) / ((toUs - fromUs) / 1e6);
+  return rate(output.tokens, fromUs, toUs);
+}
+
 /** The start of the first 200 ms window after `fromUs` in which the engine decoded at ≥ 95 % of
  *  its solo rate; null when it never did. */
 function recoveredAtUs(tokens: number[], fromUs: number, soloTokps: number): number | null {
@@ -226,6 +244,17 @@ function streamFromHost(host: ChildProcess, out: string, idleAfterS: number | nu
     const event = parseHostLine(line);
     if (event?.event !== 'ready') return;
     const url = `http://127.0.0.1:${event.port}/v1/chat/completions`;
+    // The engine's own count of generated tokens, 10 times a second.
+    const poller = setInterval(() => {
+      void fetch(`http://127.0.0.1:${event.port}/metrics`)
+        .then((r) => r.text())
+        .then((text) => {
+          const n = Number(/^llamacpp:tokens_predicted_total\s+(\S+)/m.exec(text)?.[1]);
+          if (Number.isFinite(n) && alive) appendFileSync(out, `${JSON.stringify({ counter: [helper.wallUs(), n] })}\n`);
+        })
+        .catch(() => undefined);
+    }, 100);
+    host.once('exit', () => clearInterval(poller));
     void (async () => {
       while (alive && (idleAfterS === null || Date.now() - startedMs < idleAfterS * 1000)) {
         try {
@@ -288,7 +317,10 @@ async function runScenario(mode: Mode, scenario: Scenario, iterations: number, d
     );
   }
   if (timeline.othersStopS !== null) {
-    timers.push(setTimeout(() => children.slice(1).forEach((child) => child?.kill('SIGTERM')), timeline.othersStopS * 1000));
+    // A built-in engine given SIGTERM finishes its request first (up to 1.5 s), still decoding:
+    // for the second solo measurement the others must stop at once.
+    const signal: NodeJS.Signals = mode === 'builtin' ? 'SIGKILL' : 'SIGTERM';
+    timers.push(setTimeout(() => children.slice(1).forEach((child) => child?.kill(signal)), timeline.othersStopS * 1000));
   }
   await sleep(timeline.lengthS * 1000);
   for (const timer of timers) clearTimeout(timer);
@@ -307,13 +339,14 @@ async function runScenario(mode: Mode, scenario: Scenario, iterations: number, d
   // The solo window opens 0.3 s after engine 0's first token: start-up (a supervisor, joining the
   // registry) differs between modes and is not decoding speed.
   const firstToken = tokensOf(0)[0] ?? t0;
-  const before = rate(tokensOf(0), Math.max(t0 + timeline.baseline[0] * 1e6, firstToken + 300_000), t0 + timeline.baseline[1] * 1e6);
-  const after = timeline.after === null ? null : rate(tokensOf(0), t0 + timeline.after[0] * 1e6, t0 + timeline.after[1] * 1e6);
+  const zero = outputs[0] ?? readBurnOutput('');
+  const before = rateOf(zero, Math.max(t0 + timeline.baseline[0] * 1e6, firstToken + 300_000), t0 + timeline.baseline[1] * 1e6);
+  const after = timeline.after === null ? null : rateOf(zero, t0 + timeline.after[0] * 1e6, t0 + timeline.after[1] * 1e6);
   const soloTokps = soloOverride ?? (after === null ? before : (before + after) / 2);
   const period = timeline.periodUs;
   const fromUs = Math.ceil((t0 + timeline.measureFromS * 1e6) / period) * period;
   const toUs = fromUs + timeline.periods * period;
-  const tokps = outputs.map((o) => round(rate(o.tokens, fromUs, toUs), 1));
+  const tokps = outputs.map((o) => round(rateOf(o, fromUs, toUs), 1));
   const weights = scenario.engines.map((e) => e.weight);
   const shares = computeShares(weights);
   const schedule = buildSchedule(shares.map((share, slot) => ({ slot, share })));
@@ -390,6 +423,8 @@ async function main(): Promise<void> {
     if (!values.json) console.log(text);
     else process.stderr.write(`${text}\n`);
   };
+  // The harness (and the built-in engines' clients in it) stays off the "device" core.
+  spawnSync('taskset', ['-a', '-p', '-c', '1', String(process.pid)], { stdio: 'ignore' });
   const helper = loadRegistryHelper();
   const wallUs = (): number => helper.wallUs();
   const calibration = spawnSync('taskset', ['-c', '0', process.execPath, BURN_ENGINE, '--calibrate', '--token-ms', String(TOKEN_MS)], { encoding: 'utf8' });
