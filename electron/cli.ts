@@ -21,7 +21,7 @@ import { EstimateError } from './core/planner/estimate.js';
 import { EnvelopeFileError } from './core/planner/envelopes.js';
 import { loadProcessControl } from '../native/process-control.js';
 import { processIo } from './core/commands/io.js';
-import { checkGpuKey, checkIntervalMs, checkName, checkWeight, type Checked } from './core/registry/validate.js';
+import { checkGpuKey, checkIntervalMs, checkName, checkWeight, checkWholeNumber, type Checked } from './core/registry/validate.js';
 
 /** Exit codes of the command. */
 export const EXIT = { OK: 0, FAILED: 1, USAGE: 2 } as const;
@@ -39,10 +39,7 @@ const gpuKeyOption = (): Option =>
 const intervalOption = (): Option =>
   new Option('--interval <ms>', 'refresh interval for --watch, in milliseconds').argParser(parser(checkIntervalMs)).default(500);
 
-const wholeNumber = (min: number, max: number) => (raw: string): Checked<number> => {
-  const value = /^\d+$/.test(raw.trim()) ? Number(raw) : Number.NaN;
-  return Number.isSafeInteger(value) && value >= min && value <= max ? { ok: true, value } : { ok: false, message: `must be a whole number from ${min} to ${max} (got ${JSON.stringify(raw)})` };
-};
+const wholeNumber = (min: number, max: number) => (raw: string): Checked<number> => checkWholeNumber(raw, min, max);
 /** Activity is read from the engine on this machine only. */
 const checkLoopbackUrl = (raw: string): Checked<string> => {
   try {

@@ -124,6 +124,20 @@ static void sleep_ms(int ms) {
 #define INIT_WAIT_MS 1000
 #define INIT_POLL_MS 5
 
+/* Judge an existing segment through a read-only view, on every platform: wait (the rest of
+ * INIT_WAIT_MS after `waited_ms`) for a creator to publish the header, then check it. A segment
+ * still all zero was abandoned by a creator that died first: *adopt is set (never for a read-only
+ * opener, which finds "nobody has joined"). Anything else without our header is foreign. */
+static int32_t judge_existing(const volatile uint8_t *view, int readonly, int waited_ms, int *adopt) {
+    *adopt = 0;
+    for (; all_zero(view, GS_HEADER_SIZE) && waited_ms < INIT_WAIT_MS; waited_ms += INIT_POLL_MS) sleep_ms(INIT_POLL_MS);
+    if (!all_zero(view, GS_HEADER_SIZE)) return check_header(view);
+    if (readonly) return GS_ERR_NOT_FOUND;
+    if (!all_zero(view, GS_SEGMENT_SIZE)) return GS_ERR_FOREIGN_MAGIC;
+    *adopt = 1;
+    return GS_OK;
+}
+
 #if defined(_WIN32)
 
 int64_t gs_wall_us(void) {
@@ -184,15 +198,7 @@ int32_t gs_open(const char *gpu_key, uint32_t flags, uint32_t mode, gs_segment *
         return GS_ERR_FOREIGN_SIZE;
     }
     int32_t rc = GS_OK;
-    if (!was_created) {
-        for (int waited = 0; all_zero(view, GS_HEADER_SIZE) && waited < INIT_WAIT_MS; waited += INIT_POLL_MS) {
-            sleep_ms(INIT_POLL_MS);
-        }
-        if (!all_zero(view, GS_HEADER_SIZE)) rc = check_header(view);
-        else if (readonly) rc = GS_ERR_NOT_FOUND;
-        else if (!all_zero(view, GS_SEGMENT_SIZE)) rc = GS_ERR_FOREIGN_MAGIC;
-        else was_created = 1; /* abandoned by a creator that died before publishing: adopt it */
-    }
+    if (!was_created) rc = judge_existing(view, readonly, 0, &was_created);
     UnmapViewOfFile((LPCVOID)view);
     if (rc != GS_OK) {
         CloseHandle(mapping);
@@ -276,18 +282,7 @@ static int32_t open_existing(int fd, int readonly, volatile uint8_t **out_base, 
     if (st.st_size != (off_t)GS_SEGMENT_SIZE) return GS_ERR_FOREIGN_SIZE;
     volatile uint8_t *ro = (volatile uint8_t *)mmap(NULL, GS_SEGMENT_SIZE, PROT_READ, MAP_SHARED, fd, 0);
     if ((void *)ro == MAP_FAILED) return map_errno(errno);
-    while (all_zero(ro, GS_HEADER_SIZE) && waited < INIT_WAIT_MS) {
-        sleep_ms(INIT_POLL_MS);
-        waited += INIT_POLL_MS;
-    }
-    int32_t rc;
-    if (!all_zero(ro, GS_HEADER_SIZE)) rc = check_header(ro);
-    else if (readonly) rc = GS_ERR_NOT_FOUND;
-    else if (!all_zero(ro, GS_SEGMENT_SIZE)) rc = GS_ERR_FOREIGN_MAGIC;
-    else {
-        rc = GS_OK;
-        *adopt = 1; /* all zero: abandoned before its header was published */
-    }
+    int32_t rc = judge_existing(ro, readonly, waited, adopt);
     if (rc != GS_OK || readonly) {
         if (rc != GS_OK) munmap((void *)ro, GS_SEGMENT_SIZE);
         else *out_base = ro;

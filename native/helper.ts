@@ -6,6 +6,7 @@
 import koffi from 'koffi';
 import { existsSync } from 'node:fs';
 import { nativeCandidates } from './paths.js';
+import { segmentName } from '../electron/core/registry/abi.js';
 
 /** Status codes of gpushare.h; each says what the caller does next. */
 export const HelperStatus = {
@@ -54,23 +55,37 @@ export class RegistryError extends Error {
   }
 }
 
-const FOREIGN_DETAIL: Record<number, [RegistryErrorCode, string]> = {
-  [HelperStatus.ERR_FOREIGN_SIZE]: ['FOREIGN_SIZE', 'its size is not 4096 bytes'],
-  [HelperStatus.ERR_FOREIGN_MAGIC]: ['FOREIGN_MAGIC', 'its magic is not "OCGPU"'],
-  [HelperStatus.ERR_FOREIGN_VERSION]: ['FOREIGN_VERSION', 'its version is not 1'],
-  [HelperStatus.ERR_FOREIGN_SLOT_COUNT]: ['FOREIGN_SLOT_COUNT', 'its slot count is not 16'],
+/** What can be wrong with a segment that is not ours (the codec's header problems, too). */
+export type ForeignProblem = 'size' | 'magic' | 'version' | 'slot_count';
+
+const FOREIGN: Record<ForeignProblem, [RegistryErrorCode, string]> = {
+  size: ['FOREIGN_SIZE', 'its size is not 4096 bytes'],
+  magic: ['FOREIGN_MAGIC', 'its magic is not "OCGPU"'],
+  version: ['FOREIGN_VERSION', 'its version is not 1'],
+  slot_count: ['FOREIGN_SLOT_COUNT', 'its slot count is not 16'],
 };
+
+const FOREIGN_STATUS: Record<number, ForeignProblem> = {
+  [HelperStatus.ERR_FOREIGN_SIZE]: 'size',
+  [HelperStatus.ERR_FOREIGN_MAGIC]: 'magic',
+  [HelperStatus.ERR_FOREIGN_VERSION]: 'version',
+  [HelperStatus.ERR_FOREIGN_SLOT_COUNT]: 'slot_count',
+};
+
+/** A segment of our name that is not a GPU Share registry: found at open, or rewritten since. */
+export function foreignSegmentError(segment: string, problem: ForeignProblem): RegistryError {
+  const [code, detail] = FOREIGN[problem];
+  return new RegistryError(
+    code,
+    `shared-memory segment ${segment} is not a GPU Share registry (ABI v1): ${detail}; ` +
+      'it was left untouched. Another program owns that name, or an incompatible version of GPU Share created it.',
+  );
+}
 
 /** Turn a failing status into a RegistryError that says what happened and what to do. */
 export function statusError(status: number, segment: string, osError: number): RegistryError {
-  const foreign = FOREIGN_DETAIL[status];
-  if (foreign !== undefined) {
-    return new RegistryError(
-      foreign[0],
-      `shared-memory segment ${segment} is not a GPU Share registry (ABI v1): ${foreign[1]}; ` +
-        'it was left untouched. Another program owns that name, or an incompatible version of GPU Share created it.',
-    );
-  }
+  const foreign = FOREIGN_STATUS[status];
+  if (foreign !== undefined) return foreignSegmentError(segment, foreign);
   switch (status) {
     case HelperStatus.ERR_ARG:
       return new RegistryError('BAD_ARGUMENT', `invalid argument for ${segment}`);
@@ -187,7 +202,6 @@ function bind(libraryPath: string): RegistryHelper {
   const gsRelease = lib.func('int32_t gs_release(gs_segment *seg, uint32_t slot, uint32_t pid, int64_t boot_us)') as (
     seg: Handle, slot: number, pid: number, bootUs: number) => number;
 
-  const segment = (key: string): string => `/opencoti-gpu-${key}`;
   const handled = (status: number, what: string): boolean => {
     if (status === HelperStatus.OK) return true;
     if (status === HelperStatus.LOST) return false;
@@ -202,13 +216,13 @@ function bind(libraryPath: string): RegistryHelper {
       const created: [number] = [0];
       const flags = (options.create ? 1 : 0) | (options.readonly ? 2 : 0);
       const status = gsOpen(gpuKey, flags, options.mode ?? 0o600, out, created);
-      if (status !== HelperStatus.OK || out[0] === null) throw statusError(status, segment(gpuKey), gsLastOsError());
+      if (status !== HelperStatus.OK || out[0] === null) throw statusError(status, segmentName(gpuKey), gsLastOsError());
       return { handle: out[0], created: created[0] === 1 };
     },
     close: (handle) => gsClose(handle),
     unlink(gpuKey) {
       const status = gsUnlink(gpuKey);
-      if (status !== HelperStatus.OK && status !== HelperStatus.ERR_NOT_FOUND) throw statusError(status, segment(gpuKey), gsLastOsError());
+      if (status !== HelperStatus.OK && status !== HelperStatus.ERR_NOT_FOUND) throw statusError(status, segmentName(gpuKey), gsLastOsError());
     },
     wallUs: () => Number(gsWallUs()),
     snapshot(handle, buf, retries = 16) {

@@ -27,7 +27,7 @@ import { parseArgs } from 'node:util';
 import type { ChatHistoryItem, ChatWrapper, Llama, LlamaContext, LlamaContextSequence, LlamaModel, SequenceEvaluateOptions, Token } from 'node-llama-cpp';
 import { loadRegistryHelper } from '../../../native/helper.js';
 import { monotonicUs } from '../clock.js';
-import { checkGpuKey, checkName, checkWeight } from '../registry/validate.js';
+import { checkGpuKey, checkName, checkWeight, parseWholeNumber } from '../registry/validate.js';
 import { formatHostEvent, type HostEvent, type HostLogLevel } from './host-protocol.js';
 import { joinAsPacedPeer } from '../pacer/paced-peer.js';
 
@@ -58,11 +58,6 @@ export type ParsedHostArgs = { ok: true; options: HostOptions } | { ok: false; m
 const MIN_CTX = 16;
 const MAX_CTX = 1 << 24;
 
-function wholeNumber(raw: string, min: number, max: number): number | null {
-  if (!/^\d+$/.test(raw.trim())) return null;
-  const value = Number(raw);
-  return Number.isSafeInteger(value) && value >= min && value <= max ? value : null;
-}
 
 /** Parse the host's flags (node:util parseArgs, strict). Pure: argv in, options or a one-line
  *  message that names the flag out. */
@@ -99,7 +94,7 @@ export function parseHostArgs(argv: readonly string[]): ParsedHostArgs {
   if (model === undefined || model.trim() === '') return fail('model', 'is required: the GGUF file to serve');
   const ctxRaw = values['ctx'];
   if (ctxRaw === undefined) return fail('ctx', 'is required: the context size in tokens');
-  const ctx = wholeNumber(ctxRaw, MIN_CTX, MAX_CTX);
+  const ctx = parseWholeNumber(ctxRaw, MIN_CTX, MAX_CTX);
   if (ctx === null) return fail('ctx', `must be a whole number of tokens between ${MIN_CTX} and ${MAX_CTX}`, ctxRaw);
 
   let gpuLayers: HostOptions['gpuLayers'] = 'auto';
@@ -107,7 +102,7 @@ export function parseHostArgs(argv: readonly string[]): ParsedHostArgs {
   if (gpuLayersRaw !== undefined) {
     if (gpuLayersRaw === 'auto' || gpuLayersRaw === 'max') gpuLayers = gpuLayersRaw;
     else {
-      const layers = wholeNumber(gpuLayersRaw, 0, 100_000);
+      const layers = parseWholeNumber(gpuLayersRaw, 0, 100_000);
       if (layers === null) return fail('gpu-layers', 'must be a whole number ≥ 0, "auto" or "max"', gpuLayersRaw);
       gpuLayers = layers;
     }
@@ -116,12 +111,12 @@ export function parseHostArgs(argv: readonly string[]): ParsedHostArgs {
   let threads: number | null = null;
   const threadsRaw = values['threads'];
   if (threadsRaw !== undefined) {
-    threads = wholeNumber(threadsRaw, 1, 1024);
+    threads = parseWholeNumber(threadsRaw, 1, 1024);
     if (threads === null) return fail('threads', 'must be a whole number between 1 and 1024', threadsRaw);
   }
 
   const portRaw = values['port'] ?? '0';
-  const port = wholeNumber(portRaw, 0, 65_535);
+  const port = parseWholeNumber(portRaw, 0, 65_535);
   if (port === null) return fail('port', 'must be a whole number between 0 and 65535 (0: any free port)', portRaw);
 
   const host = values['host'] ?? '127.0.0.1';

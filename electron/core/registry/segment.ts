@@ -2,7 +2,7 @@
  * One open registry segment: reads (a native snapshot decoded by the codec) and the slot writes a
  * member needs. The buffer is reused: a read costs one native call and one decode.
  */
-import { RegistryError, type ClaimRequest, type RegistryHelper, type SegmentHandle, type SlotUpdate } from '../../../native/helper.js';
+import { RegistryError, foreignSegmentError, type ClaimRequest, type RegistryHelper, type SegmentHandle, type SlotUpdate } from '../../../native/helper.js';
 import { SEGMENT_SIZE, segmentName } from './abi.js';
 import { decodeSegment, type DecodedSegment, type HeaderProblem } from './codec.js';
 
@@ -16,17 +16,9 @@ export interface SegmentPort {
   release(slot: number, pid: number, bootUs: number): boolean;
 }
 
-const HEADER_PROBLEM_TEXT: Record<HeaderProblem, string> = {
-  size: 'its size is not 4096 bytes',
-  magic: 'its magic is not "OCGPU"',
-  version: 'its version is not 1',
-  slot_count: 'its slot count is not 16',
-};
-
 /** A header that changed under us after open (someone else rewrote the name's memory). */
 export function headerProblemError(gpuKey: string, problem: HeaderProblem): RegistryError {
-  const code = problem === 'size' ? 'FOREIGN_SIZE' : problem === 'magic' ? 'FOREIGN_MAGIC' : problem === 'version' ? 'FOREIGN_VERSION' : 'FOREIGN_SLOT_COUNT';
-  return new RegistryError(code, `shared-memory segment ${segmentName(gpuKey)} is not a GPU Share registry (ABI v1): ${HEADER_PROBLEM_TEXT[problem]}`);
+  return foreignSegmentError(segmentName(gpuKey), problem);
 }
 
 export class RegistrySegment implements SegmentPort {

@@ -31,8 +31,20 @@ export function checkName(raw: string): Checked<string> {
   return { ok: true, value: raw };
 }
 
+/** A whole number in [min, max] written in plain digits (no sign, exponent or hex); null if not. */
+export function parseWholeNumber(raw: string, min: number, max: number): number | null {
+  if (!/^\d+$/.test(raw.trim())) return null;
+  const value = Number(raw);
+  return Number.isSafeInteger(value) && value >= min && value <= max ? value : null;
+}
+
+export function checkWholeNumber(raw: string, min: number, max: number): Checked<number> {
+  const value = parseWholeNumber(raw, min, max);
+  return value === null ? { ok: false, message: `must be a whole number from ${min} to ${max} (got ${JSON.stringify(raw)})` } : { ok: true, value };
+}
+
 export function checkIntervalMs(raw: string): Checked<number> {
-  const value = /^\d+$/.test(raw.trim()) ? Number(raw) : Number.NaN;
-  if (!Number.isInteger(value) || value < 50 || value > 60_000) return { ok: false, message: `must be a whole number of milliseconds between 50 and 60000 (got ${JSON.stringify(raw)})` };
+  const value = parseWholeNumber(raw, 50, 60_000);
+  if (value === null) return { ok: false, message: `must be a whole number of milliseconds between 50 and 60000 (got ${JSON.stringify(raw)})` };
   return { ok: true, value };
 }
