@@ -3,25 +3,21 @@
  * get one line naming the flag and exit code 2; runtime failures exit 1.
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { RegistryError, loadRegistryHelper } from '../native/helper.js';
-import { runJoin } from './core/commands/join.js';
-import { runPeers } from './core/commands/peers.js';
-import { runPaced } from './core/commands/run.js';
-import { PlanCommandError, runPlan } from './core/commands/plan.js';
-import { runEngines, runLaunch } from './core/commands/launch.js';
-import { ProfileError } from './core/engines/profiles.js';
-import { SupervisorError } from './core/engines/supervisor.js';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { loadRegistryHelper } from '../native/helper.js';
 import { systemClock } from './core/clock.js';
-import { defaultDataDir } from './core/paths.js';
-import { PlannerInputError } from './core/planner/types.js';
-import { TelemetryError } from './core/telemetry/types.js';
-import { EstimateError } from './core/planner/estimate.js';
-import { EnvelopeFileError } from './core/planner/envelopes.js';
-import { loadProcessControl } from '../native/process-control.js';
 import { processIo } from './core/commands/io.js';
+import { defaultDataDir } from './core/paths.js';
 import { checkGpuKey, checkIntervalMs, checkName, checkWeight, checkWholeNumber, type Checked } from './core/registry/validate.js';
+
+// Each command's module is imported when it runs: `plan` and `launch` bring node-llama-cpp and
+// conf (~150 ms), which `join`, `peers` and every `run` supervisor should not pay for at start.
+
+/** Errors a user can act on, by name: printed as one line, no stack. */
+const EXPECTED_ERRORS = new Set(['RegistryError', 'PlanCommandError', 'PlannerInputError', 'TelemetryError', 'NvmlCallError', 'EstimateError', 'EnvelopeFileError', 'ProfileError', 'ProfileNotFoundError', 'SupervisorError']);
+/** Of those, the ones that mean a bad flag value (exit code 2). */
+const USAGE_ERRORS = new Set(['PlanCommandError']);
 
 /** Exit codes of the command. */
 export const EXIT = { OK: 0, FAILED: 1, USAGE: 2 } as const;
@@ -71,8 +67,8 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
     .addOption(intervalOption())
     .exitOverride()
     .action((opts: { gpuKey: string; weight: number; name?: string; active: boolean; watch: boolean; interval: number }) =>
-      run(() =>
-        runJoin(
+      run(async () =>
+        (await import('./core/commands/join.js')).runJoin(
           { gpuKey: opts.gpuKey, weight: opts.weight, name: opts.name ?? `peer-${process.pid}`, active: opts.active, watch: opts.watch, intervalMs: opts.interval },
           processIo,
           loadRegistryHelper(),
@@ -89,8 +85,8 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
     .addOption(intervalOption())
     .exitOverride()
     .action((opts: { gpuKey: string; json: boolean; watch: boolean; interval: number }) =>
-      run(() =>
-        runPeers(
+      run(async () =>
+        (await import('./core/commands/peers.js')).runPeers(
           { gpuKey: opts.gpuKey, json: opts.json, watch: opts.watch, intervalMs: opts.interval, clearScreen: process.stdout.isTTY === true },
           processIo,
           loadRegistryHelper(),
@@ -112,9 +108,11 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
     .passThroughOptions()
     .exitOverride()
     .action((command: string, args: string[], opts: { gpuKey: string; weight: number; name?: string; exitWithParent: boolean; activityUrl?: string }) =>
-      run(async () =>
-        runPaced({ gpuKey: opts.gpuKey, weight: opts.weight, name: opts.name, command, args, exitWithParent: opts.exitWithParent, activityUrl: opts.activityUrl }, processIo, loadRegistryHelper(), await loadProcessControl()),
-      ),
+      run(async () => {
+        const { runPaced } = await import('./core/commands/run.js');
+        const { loadProcessControl } = await import('../native/process-control.js');
+        return runPaced({ gpuKey: opts.gpuKey, weight: opts.weight, name: opts.name, command, args, exitWithParent: opts.exitWithParent, activityUrl: opts.activityUrl }, processIo, loadRegistryHelper(), await loadProcessControl());
+      }),
     );
 
   program
@@ -133,7 +131,8 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
     .exitOverride()
     .action(
       (opts: { model: string; ctx: number; gpuLayers: number; priority: 'interactive' | 'background' | 'lab'; capability: string; engine: string; sim?: string; device?: string; dataDir: string; json: boolean }) =>
-        run(() => {
+        run(async () => {
+          const { runPlan } = await import('./core/commands/plan.js');
           const helper = loadRegistryHelper();
           return runPlan(
             { model: opts.model, contextSize: opts.ctx, gpuLayers: opts.gpuLayers, priority: opts.priority, capability: opts.capability, engineKind: opts.engine, simFile: opts.sim, deviceKey: opts.device, dataDir: opts.dataDir, json: opts.json },
@@ -161,8 +160,10 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
     .exitOverride()
     .action(
       (profile: string | undefined, opts: { model?: string; ctx?: number; weight?: number; priority?: 'interactive' | 'background' | 'lab'; threads?: number; sim?: string; dataDir: string }) =>
-        run(() => {
+        run(async () => {
+          const { PlanCommandError } = await import('./core/commands/plan.js');
           if ((profile === undefined) === (opts.model === undefined)) throw new PlanCommandError('give either a profile id or --model FILE.gguf');
+          const { runLaunch } = await import('./core/commands/launch.js');
           const helper = loadRegistryHelper();
           return runLaunch(
             { profile, model: opts.model, contextSize: opts.ctx, weight: opts.weight, priority: opts.priority, simFile: opts.sim, dataDir: opts.dataDir, threads: opts.threads, launchers, tty: process.stderr.isTTY === true },
@@ -178,7 +179,7 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
     .option('--data-dir <dir>', 'profiles, envelopes and engine state', defaultDataDir())
     .option('--json', 'print JSON', false)
     .exitOverride()
-    .action((opts: { dataDir: string; json: boolean }) => run(async () => runEngines(opts, processIo)));
+    .action((opts: { dataDir: string; json: boolean }) => run(async () => (await import('./core/commands/launch.js')).runEngines(opts, processIo)));
 
   return program;
 }
@@ -192,10 +193,10 @@ export function main(argv: readonly string[]): void {
       },
       (error: unknown) => {
         // Expected failures are one clear line; anything else is a bug and shows its stack.
-        const expected = [RegistryError, PlanCommandError, PlannerInputError, TelemetryError, EstimateError, EnvelopeFileError, ProfileError, SupervisorError].some((kind) => error instanceof kind);
-        const message = error instanceof Error ? (expected ? error.message : (error.stack ?? error.message)) : String(error);
+        const name = error instanceof Error ? error.name : '';
+        const message = error instanceof Error ? (EXPECTED_ERRORS.has(name) ? error.message : (error.stack ?? error.message)) : String(error);
         process.stderr.write(`gpu-share: ${message}\n`);
-        process.exitCode = error instanceof PlanCommandError ? EXIT.USAGE : EXIT.FAILED;
+        process.exitCode = USAGE_ERRORS.has(name) ? EXIT.USAGE : EXIT.FAILED;
       },
     );
   };

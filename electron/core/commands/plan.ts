@@ -38,7 +38,9 @@ export function exitCodeForPlan(p: PlacementPlan): number {
 }
 
 /** A bad flag value found while running (a missing model file, an unknown device): exit code 2. */
-export class PlanCommandError extends Error {}
+export class PlanCommandError extends Error {
+  override readonly name = 'PlanCommandError';
+}
 
 export async function runPlan(options: PlanOptions, io: CommandIo, clock: Clock): Promise<number> {
   if (!existsSync(options.model) || !statSync(options.model).isFile()) throw new PlanCommandError(`--model: no such file: ${options.model}`);

@@ -141,7 +141,9 @@ interface Engine {
   exited: Promise<void>;
 }
 
-export class SupervisorError extends Error {}
+export class SupervisorError extends Error {
+  override readonly name = 'SupervisorError';
+}
 
 /** The command line for a spec. Pure. */
 export function commandFor(spec: LaunchSpec, deps: Pick<SupervisorDeps, 'launchers' | 'gpuKey'>): SpawnRequest {
