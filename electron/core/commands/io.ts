@@ -21,3 +21,27 @@ export function untilStopSignal(): Promise<NodeJS.Signals> {
     process.on('SIGTERM', onSignal);
   });
 }
+
+/** The first failure of a long-running command's timers: `fail` records it (later ones are
+ *  ignored), `failed` resolves when it happens. */
+export interface FailureLatch {
+  fail(error: unknown): void;
+  readonly failed: Promise<void>;
+  readonly error: Error | null;
+}
+
+export function failureLatch(): FailureLatch {
+  let error: Error | null = null;
+  let wake: () => void = () => undefined;
+  const failed = new Promise<void>((resolve) => (wake = resolve));
+  return {
+    fail(cause) {
+      error ??= cause instanceof Error ? cause : new Error(String(cause));
+      wake();
+    },
+    failed,
+    get error() {
+      return error;
+    },
+  };
+}

@@ -7,7 +7,7 @@ import { RegistryMember, processBootUs, startHeartbeat } from '../registry/membe
 import { RegistryObserver } from '../registry/observer.js';
 import { RegistrySegment } from '../registry/segment.js';
 import { bootLogLine } from '../registry/view.js';
-import { untilStopSignal, type CommandIo } from './io.js';
+import { failureLatch, untilStopSignal, type CommandIo } from './io.js';
 
 export interface JoinOptions {
   gpuKey: string;
@@ -36,15 +36,12 @@ export async function runJoin(options: JoinOptions, io: CommandIo, helper: Regis
   const alive = new RegistryObserver(clock, false).peers(segment).length;
   io.out(bootLogLine(options.gpuKey, slot, options.weight, alive));
 
-  let failure: Error | null = null;
-  let wake: () => void = () => undefined;
-  const failed = new Promise<void>((resolve) => (wake = resolve));
+  const failure = failureLatch();
   const heartbeat = startHeartbeat(member, (result) => {
     if (result === 'rejoined') {
       io.err(`gpu-share: our slot was reclaimed (stopped for more than 3 s?); rejoined ${segmentName(options.gpuKey)} slot ${member.slot}`);
     } else if (result instanceof Error) {
-      failure = result;
-      wake();
+      failure.fail(result);
     }
   });
   const watcher = new RegistryObserver(clock, true);
@@ -53,19 +50,18 @@ export async function runJoin(options: JoinOptions, io: CommandIo, helper: Regis
         try {
           io.out(JSON.stringify(watcher.view(options.gpuKey, segment, member.slot)));
         } catch (error) {
-          failure = error instanceof Error ? error : new Error(String(error));
-          wake();
+          failure.fail(error);
         }
       }, options.intervalMs)
     : null;
 
-  await Promise.race([stopped, failed]);
+  await Promise.race([stopped, failure.failed]);
   heartbeat.stop();
   if (watch) clearInterval(watch);
-  if (failure === null) member.leave();
+  if (failure.error === null) member.leave();
   segment.close();
-  if (failure !== null) {
-    const error: Error = failure;
+  const error = failure.error;
+  if (error !== null) {
     io.err(`gpu-share: ${error instanceof RegistryError ? error.message : `heartbeat failed: ${error.message}`}`);
     return 1;
   }

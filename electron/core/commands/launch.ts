@@ -7,8 +7,8 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync
 import { basename, join } from 'node:path';
 import type { Clock } from '../clock.js';
 import { describePlan } from '../planner/describe.js';
-import { EnvelopeStore, modelIdentity } from '../planner/envelopes.js';
-import { estimateFromGguf, releaseEstimator } from '../planner/estimate.js';
+import { EnvelopeStore } from '../planner/envelopes.js';
+import { modelPeak } from '../planner/estimate.js';
 import { LeaseBook } from '../planner/leases.js';
 import { POLICY_M10_V1, type Priority } from '../planner/policy.js';
 import { PressureTracker } from '../planner/pressure.js';
@@ -99,21 +99,12 @@ export async function runLaunch(options: LaunchOptions, io: CommandIo, clock: Cl
   const gpuKey = first?.key ?? 'cpu-0';
   io.err(`telemetry: ${reason}`);
 
-  let modelKey = `command:${profile.command ?? profile.id}`;
-  let peakBytes = 256 * 1024 * 1024;
-  let peakSource: 'MEASURED' | 'ESTIMATED' = 'ESTIMATED';
   const envelopes = new EnvelopeStore(join(options.dataDir, 'envelopes.json'));
-  if (profile.modelPath !== null) {
-    modelKey = modelIdentity(profile.modelPath).modelKey;
-    const measured = envelopes.get({ modelKey, contextSize, gpuLayers: profile.gpuLayers, engineKind: profile.engineKind });
-    if (measured !== undefined) {
-      peakBytes = measured.peakBytes;
-      peakSource = 'MEASURED';
-    } else {
-      peakBytes = (await estimateFromGguf(profile.modelPath, { contextSize, gpuLayers: profile.gpuLayers })).peakBytes;
-      await releaseEstimator();
-    }
-  }
+  // A command without a model file has no envelope to start from: 256 MiB until measured.
+  const peak =
+    profile.modelPath === null
+      ? { modelKey: `command:${profile.command ?? profile.id}`, peakBytes: 256 * 1024 * 1024, peakSource: 'ESTIMATED' as const }
+      : await modelPeak(envelopes, profile.modelPath, { contextSize, gpuLayers: profile.gpuLayers, engineKind: profile.engineKind });
 
   let lastDrawn = -10;
   const onEvent = (event: SupervisorEvent): void => {
@@ -133,8 +124,7 @@ export async function runLaunch(options: LaunchOptions, io: CommandIo, clock: Cl
     snapshot: () => {
       const sample = sampleNow();
       const level = sample === null ? 'NORMAL' : pressure.observe(usedFraction(sample), clock.monoUs());
-      const { residents: _r, leases: _l, ...rest } = snapshotFromSample({ nowUs: clock.wallUs(), sample, pressure: level });
-      return rest;
+      return snapshotFromSample({ nowUs: clock.wallUs(), sample, pressure: level });
     },
     spawn: spawnEngineProcess,
     launchers: options.launchers,
@@ -152,7 +142,7 @@ export async function runLaunch(options: LaunchOptions, io: CommandIo, clock: Cl
     kind: profile.engineKind,
     capability: profile.capabilities[0] ?? 'chat',
     modelPath: profile.modelPath,
-    modelKey,
+    modelKey: peak.modelKey,
     contextSize,
     gpuLayers: profile.gpuLayers,
     threads: options.threads ?? profile.threads,
@@ -162,8 +152,8 @@ export async function runLaunch(options: LaunchOptions, io: CommandIo, clock: Cl
     command: profile.command,
     args: profile.args,
     env: profile.env,
-    peakBytes,
-    peakSource,
+    peakBytes: peak.peakBytes,
+    peakSource: peak.peakSource,
     idleUnloadMinutes: profile.idleUnloadMinutes,
   };
   if (options.tty) io.err('');
@@ -185,16 +175,7 @@ export async function runLaunch(options: LaunchOptions, io: CommandIo, clock: Cl
   const state: EngineStateFile = { id: engine.id, profileId: profile.id, name: profile.name, kind: profile.engineKind, pid: engine.pid, supervisorPid: process.pid, port: engine.port, gpuKey, startedAt: new Date().toISOString() };
   writeFileSync(stateFile, `${JSON.stringify(state)}\n`);
   io.out(`running: ${profile.name} (${profile.engineKind}, pid ${engine.pid}, weight ${weight})${engine.port === null ? '' : ` at http://127.0.0.1:${engine.port}`}; Ctrl-C stops it`);
-  let watch: NodeJS.Timeout | null = null;
-  const crashed = new Promise<void>((resolve) => {
-    watch = setInterval(() => {
-      const status = supervisor.get(engine.id);
-      if (status?.state === 'crashed' || status?.state === 'stopped') resolve();
-    }, 200);
-  });
-  await Promise.race([stopped, crashed]);
-  if (watch !== null) clearInterval(watch);
-  const final = supervisor.get(engine.id);
+  const final = await Promise.race([stopped.then(() => supervisor.get(engine.id)), supervisor.whenExited(engine.id)]);
   rmSync(stateFile, { force: true });
   if (final?.state === 'crashed') {
     io.err(`gpu-share: ${profile.name} crashed (${final.exitSignal ?? `exit code ${final.exitCode}`}); last lines:\n  ${final.lastLines.slice(-10).join('\n  ')}`);

@@ -6,7 +6,7 @@ import { formatPeersTable } from '../registry/format.js';
 import { RegistryObserver } from '../registry/observer.js';
 import { RegistrySegment } from '../registry/segment.js';
 import type { GpuPeersView } from '../registry/view.js';
-import { untilStopSignal, type CommandIo } from './io.js';
+import { failureLatch, untilStopSignal, type CommandIo } from './io.js';
 
 export interface PeersOptions {
   gpuKey: string;
@@ -33,25 +33,22 @@ export async function runPeers(options: PeersOptions, io: CommandIo, helper: Reg
     segment?.close();
     return 0;
   }
-  let failure: Error | null = null;
-  let wake: () => void = () => undefined;
-  const failed = new Promise<void>((resolve) => (wake = resolve));
+  const failure = failureLatch();
   const show = (): void => {
     try {
       const text = render(readView());
       io.out(options.clearScreen && !options.json ? `\x1b[H\x1b[2J${text}` : options.json ? text : `${text}\n`);
     } catch (error) {
-      failure = error instanceof Error ? error : new Error(String(error));
-      wake();
+      failure.fail(error);
     }
   };
   show();
   const timer = setInterval(show, options.intervalMs);
-  await Promise.race([untilStopSignal(), failed]);
+  await Promise.race([untilStopSignal(), failure.failed]);
   clearInterval(timer);
   segment?.close();
-  if (failure !== null) {
-    io.err(`gpu-share: ${(failure as Error).message}`);
+  if (failure.error !== null) {
+    io.err(`gpu-share: ${failure.error.message}`);
     return 1;
   }
   return 0;

@@ -7,8 +7,8 @@ import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Clock } from '../clock.js';
 import { describePlan } from '../planner/describe.js';
-import { EnvelopeStore, modelIdentity } from '../planner/envelopes.js';
-import { estimateFromGguf, releaseEstimator } from '../planner/estimate.js';
+import { EnvelopeStore } from '../planner/envelopes.js';
+import { modelPeak } from '../planner/estimate.js';
 import { plan } from '../planner/plan.js';
 import { POLICY_M10_V1, type Priority } from '../planner/policy.js';
 import { PressureTracker } from '../planner/pressure.js';
@@ -44,13 +44,9 @@ export class PlanCommandError extends Error {
 
 export async function runPlan(options: PlanOptions, io: CommandIo, clock: Clock): Promise<number> {
   if (!existsSync(options.model) || !statSync(options.model).isFile()) throw new PlanCommandError(`--model: no such file: ${options.model}`);
-  const identity = modelIdentity(options.model);
-  const envelopes = new EnvelopeStore(join(options.dataDir, 'envelopes.json'));
-  const key = { modelKey: identity.modelKey, contextSize: options.contextSize, gpuLayers: options.gpuLayers, engineKind: options.engineKind };
-  const measured = envelopes.get(key);
-  // The estimate first (it loads llama.cpp, ~1 s), so that the telemetry sample is fresh.
-  const estimate = measured === undefined ? await estimateFromGguf(options.model, { contextSize: options.contextSize, gpuLayers: options.gpuLayers }) : null;
-  await releaseEstimator();
+  // The peak first (an estimate loads llama.cpp, ~1 s), so that the telemetry sample is fresh.
+  const peak = await modelPeak(new EnvelopeStore(join(options.dataDir, 'envelopes.json')), options.model, { contextSize: options.contextSize, gpuLayers: options.gpuLayers, engineKind: options.engineKind });
+  const { estimate } = peak;
   const { provider, reason } = discoverTelemetry({ simFile: options.simFile, wallUs: () => clock.wallUs() });
   try {
     const samples = provider.sample();
@@ -63,22 +59,23 @@ export async function runPlan(options: PlanOptions, io: CommandIo, clock: Clock)
     const result = plan(
       {
         capability: options.capability,
-        modelKey: identity.modelKey,
+        modelKey: peak.modelKey,
         contextSize: options.contextSize,
         gpuLayers: options.gpuLayers,
         engineKind: options.engineKind,
         priority: options.priority,
-        peakBytes: measured?.peakBytes ?? estimate?.peakBytes ?? 0,
-        peakSource: measured === undefined ? 'ESTIMATED' : 'MEASURED',
+        peakBytes: peak.peakBytes,
+        peakSource: peak.peakSource,
       },
-      snapshotFromSample({ nowUs: clock.wallUs(), sample, pressure: level }),
+      // A dry-run from the command line knows no managed engines or loads in progress.
+      { ...snapshotFromSample({ nowUs: clock.wallUs(), sample, pressure: level }), residents: [], leases: [] },
       POLICY_M10_V1,
     );
     if (options.json) {
       io.out(JSON.stringify(result));
     } else {
       io.out(`telemetry: ${reason}`);
-      if (estimate !== null) io.out(`estimate: ${options.model} (${identity.sizeBytes} B on disk): weights ${estimate.modelBytes} B + context ${estimate.contextBytes} B of ${estimate.basis === 'gpuVram' ? 'VRAM' : 'RAM (no GPU build here)'}`);
+      if (estimate !== null) io.out(`estimate: ${options.model} (${peak.sizeBytes} B on disk): weights ${estimate.modelBytes} B + context ${estimate.contextBytes} B of ${estimate.basis === 'gpuVram' ? 'VRAM' : 'RAM (no GPU build here)'}`);
       io.out(describePlan(result).trimEnd());
     }
     return exitCodeForPlan(result);

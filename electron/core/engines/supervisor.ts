@@ -17,7 +17,8 @@ import { plan as planPlacement } from '../planner/plan.js';
 import { requirementBytes, type PlannerPolicy, type Priority } from '../planner/policy.js';
 import type { LeaseBook } from '../planner/leases.js';
 import type { EnvelopeStore } from '../planner/envelopes.js';
-import type { ManagedResident, PlacementPlan, PlanRequest, PlannerSnapshot } from '../planner/types.js';
+import type { ManagedResident, PlacementPlan, PlanRequest } from '../planner/types.js';
+import type { DeviceSnapshot } from '../planner/snapshot.js';
 import { parseHostLine } from './host-protocol.js';
 import type { EngineKind } from './profiles.js';
 
@@ -99,7 +100,7 @@ export interface SupervisorDeps {
   leases: LeaseBook;
   envelopes: EnvelopeStore | null;
   /** The planner's view of the device now (without our residents and leases: we add them). */
-  snapshot(): Omit<PlannerSnapshot, 'residents' | 'leases'>;
+  snapshot(): DeviceSnapshot;
   spawn(request: SpawnRequest): SpawnedProcess;
   /** How to start a command-like engine under the process gate, and the engine host. */
   launchers: { nodePath: string; cliPath: string; builtinHostPath: string };
@@ -140,6 +141,9 @@ interface Engine {
   killTimer: NodeJS.Timeout | null;
   exited: Promise<void>;
 }
+
+/** Callers get copies: the supervisor keeps updating its own. */
+const copyStatus = (status: EngineStatus): EngineStatus => ({ ...status, lastLines: [...status.lastLines] });
 
 export class SupervisorError extends Error {
   override readonly name = 'SupervisorError';
@@ -221,12 +225,12 @@ export class Supervisor {
   constructor(private readonly deps: SupervisorDeps) {}
 
   list(): EngineStatus[] {
-    return [...this.engines.values()].map((e) => ({ ...e.status, lastLines: [...e.status.lastLines] }));
+    return [...this.engines.values()].map((e) => copyStatus(e.status));
   }
 
   get(id: string): EngineStatus | undefined {
     const engine = this.engines.get(id);
-    return engine === undefined ? undefined : { ...engine.status, lastLines: [...engine.status.lastLines] };
+    return engine === undefined ? undefined : copyStatus(engine.status);
   }
 
   /** The engines that hold (or are about to hold) device memory, as the planner sees them. */
@@ -359,26 +363,33 @@ export class Supervisor {
     return { plan: placement, engine: this.get(id) ?? null };
   }
 
+  /** Resolves with its final status once the engine has exited (crashed or stopped). */
+  async whenExited(id: string): Promise<EngineStatus> {
+    const engine = this.require(id);
+    await engine.exited;
+    return copyStatus(engine.status);
+  }
+
   /** Graceful stop: SIGTERM, then SIGKILL to its process group after 10 s. Resolves on exit. */
   async stop(id: string, graceMs = STOP_GRACE_MS): Promise<EngineStatus> {
     const engine = this.require(id);
-    if (engine.status.state === 'stopped' || engine.status.state === 'crashed') return { ...engine.status };
+    if (engine.status.state === 'stopped' || engine.status.state === 'crashed') return copyStatus(engine.status);
     engine.status.state = 'stopping';
     this.emitState(engine);
     engine.process.signal('SIGTERM');
     engine.killTimer = setTimeout(() => engine.process.signalGroup('SIGKILL'), graceMs);
     await engine.exited;
-    return { ...engine.status };
+    return copyStatus(engine.status);
   }
 
   /** SIGKILL at once (its whole process group). */
   async kill(id: string): Promise<EngineStatus> {
     const engine = this.require(id);
-    if (engine.status.state === 'stopped' || engine.status.state === 'crashed') return { ...engine.status };
+    if (engine.status.state === 'stopped' || engine.status.state === 'crashed') return copyStatus(engine.status);
     engine.status.state = 'stopping';
     engine.process.signalGroup('SIGKILL');
     await engine.exited;
-    return { ...engine.status };
+    return copyStatus(engine.status);
   }
 
   /** Stop every engine (quit); no restarts after this. */
@@ -460,6 +471,6 @@ export class Supervisor {
   }
 
   private emitState(engine: Engine): void {
-    this.deps.onEvent?.({ kind: 'state', engine: { ...engine.status, lastLines: [...engine.status.lastLines] } });
+    this.deps.onEvent?.({ kind: 'state', engine: copyStatus(engine.status) });
   }
 }

@@ -5,6 +5,7 @@
  * GPU, the insights report no VRAM, and the RAM figure (the same weights and KV cache) stands in.
  */
 import type { Llama } from 'node-llama-cpp';
+import { modelIdentity, type EnvelopeKey, type EnvelopeStore } from './envelopes.js';
 
 export interface GgufEstimate {
   peakBytes: number;
@@ -65,4 +66,24 @@ export async function estimateFromGguf(file: string, options: { contextSize: num
   const modelBytes = useVram ? model.gpuVram : model.cpuRam;
   const contextBytes = useVram ? context.gpuVram : context.cpuRam;
   return { peakBytes: modelBytes + contextBytes, modelBytes, contextBytes, basis: useVram ? 'gpuVram' : 'cpuRam', trainContextSize: insights.trainContextSize ?? null, layers };
+}
+
+export interface ModelPeak {
+  modelKey: string;
+  sizeBytes: number;
+  peakBytes: number;
+  peakSource: 'MEASURED' | 'ESTIMATED';
+  /** The GGUF estimate, when no measurement existed. */
+  estimate: GgufEstimate | null;
+}
+
+/** A model's peak for planning: its envelope's measurement when there is one, otherwise the GGUF
+ *  estimate (llama.cpp is let go of afterwards). */
+export async function modelPeak(envelopes: EnvelopeStore, modelPath: string, key: Omit<EnvelopeKey, 'modelKey'>): Promise<ModelPeak> {
+  const { modelKey, sizeBytes } = modelIdentity(modelPath);
+  const measured = envelopes.get({ ...key, modelKey });
+  if (measured !== undefined) return { modelKey, sizeBytes, peakBytes: measured.peakBytes, peakSource: 'MEASURED', estimate: null };
+  const estimate = await estimateFromGguf(modelPath, { contextSize: key.contextSize, gpuLayers: key.gpuLayers });
+  await releaseEstimator();
+  return { modelKey, sizeBytes, peakBytes: estimate.peakBytes, peakSource: 'ESTIMATED', estimate };
 }

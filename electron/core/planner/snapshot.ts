@@ -1,18 +1,14 @@
 /** From a telemetry sample (and what the supervisor knows) to the planner's snapshot. Pure. */
 import type { DeviceSample } from '../telemetry/types.js';
 import type { PressureLevel } from './policy.js';
-import type { Lease, ManagedResident, OperatorControls, PlannerSnapshot } from './types.js';
+import type { OperatorControls, PlannerSnapshot } from './types.js';
 
 export const DEFAULT_CONTROLS: OperatorControls = { draining: false, labPaused: false, allowedCapabilities: null };
 
-export function snapshotFromSample(input: {
-  nowUs: number;
-  sample: DeviceSample | null;
-  residents?: readonly ManagedResident[];
-  leases?: readonly Lease[];
-  pressure: PressureLevel;
-  controls?: OperatorControls;
-}): PlannerSnapshot {
+/** What the device offers, without the managed engines and leases (the supervisor adds those). */
+export type DeviceSnapshot = Omit<PlannerSnapshot, 'residents' | 'leases'>;
+
+export function snapshotFromSample(input: { nowUs: number; sample: DeviceSample | null; pressure: PressureLevel; controls?: OperatorControls }): DeviceSnapshot {
   const s = input.sample;
   return {
     nowUs: input.nowUs,
@@ -20,8 +16,6 @@ export function snapshotFromSample(input: {
       s === null
         ? null
         : { key: s.key, name: s.name, totalBytes: s.totalBytes, observedUsedBytes: s.usedBytes, processes: s.processes, health: s.health, sampledAtUs: s.sampledAtUs },
-    residents: input.residents ?? [],
-    leases: input.leases ?? [],
     pressure: input.pressure,
     controls: input.controls ?? DEFAULT_CONTROLS,
   };
