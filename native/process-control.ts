@@ -13,8 +13,6 @@ export interface ProcessControl {
   /** Cumulative CPU time of all its threads, µs; null when it cannot be known (gone, no access,
    *  or no way to read it on this platform) — never a guess. */
   cpuTimeUs(pid: number): number | null;
-  /** Is it stopped right now? null when that cannot be known. */
-  isSuspended(pid: number): boolean | null;
 }
 
 let chosen: ProcessControl | null = null;

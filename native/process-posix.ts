@@ -59,10 +59,5 @@ export function posixProcessControl(): ProcessControl {
     resume: (pid) => signal(pid, 'SIGCONT'),
     // macOS has no procfs; its CPU time needs proc_pid_rusage, not wired yet: unknown, not 0.
     cpuTimeUs: (pid) => (linux ? linuxCpuTimeUs(pid) : null),
-    isSuspended: (pid) => {
-      if (!linux) return null;
-      const state = statFields(pid)?.[0];
-      return state === undefined ? null : state === 'T' || state === 't';
-    },
   };
 }

@@ -47,7 +47,5 @@ export function win32ProcessControl(): ProcessControl {
         },
         null,
       ),
-    // Windows keeps a suspend count per thread; nothing cheap tells it: unknown.
-    isSuspended: () => null,
   };
 }

@@ -7,7 +7,7 @@ import { RegistryMember, processBootUs, startHeartbeat } from '../registry/membe
 import { RegistryObserver } from '../registry/observer.js';
 import { RegistrySegment } from '../registry/segment.js';
 import { bootLogLine } from '../registry/view.js';
-import { failureLatch, untilStopSignal, type CommandIo } from './io.js';
+import { failureLatch, stopSignals, type CommandIo } from './io.js';
 
 export interface JoinOptions {
   gpuKey: string;
@@ -32,7 +32,7 @@ export async function runJoin(options: JoinOptions, io: CommandIo, helper: Regis
   const slot = member.join();
   // Listen for SIGINT/SIGTERM before announcing ourselves: a supervisor may stop us the moment it
   // reads the boot line, and the slot must be freed then too.
-  const stopped = untilStopSignal();
+  const signals = stopSignals();
   const alive = new RegistryObserver(clock, false).peers(segment).length;
   io.out(bootLogLine(options.gpuKey, slot, options.weight, alive));
 
@@ -55,11 +55,12 @@ export async function runJoin(options: JoinOptions, io: CommandIo, helper: Regis
       }, options.intervalMs)
     : null;
 
-  await Promise.race([stopped, failure.failed]);
+  await Promise.race([signals.stopped, failure.failed]);
   heartbeat.stop();
   if (watch) clearInterval(watch);
   if (failure.error === null) member.leave();
   segment.close();
+  signals.release();
   const error = failure.error;
   if (error !== null) {
     io.err(`gpu-share: ${error instanceof RegistryError ? error.message : `heartbeat failed: ${error.message}`}`);

@@ -19,7 +19,7 @@ import { ProfileStore, effectiveWeight, type Profile } from '../engines/profiles
 import { spawnEngineProcess } from '../engines/spawn.js';
 import { Supervisor, type LaunchSpec, type SupervisorEvent } from '../engines/supervisor.js';
 import { exitCodeForPlan, PlanCommandError } from './plan.js';
-import { untilStopSignal, type CommandIo } from './io.js';
+import { stopSignals, type CommandIo } from './io.js';
 
 export interface LaunchOptions {
   profile: string | undefined;
@@ -157,42 +157,41 @@ export async function runLaunch(options: LaunchOptions, io: CommandIo, clock: Cl
     idleUnloadMinutes: profile.idleUnloadMinutes,
   };
   if (options.tty) io.err('');
-  const stopped = untilStopSignal();
-  const result = await supervisor.launch(spec);
-  if (result.engine === null) {
-    io.out(describePlan(result.plan).trimEnd());
+  // A second Ctrl-C while it stops: kill it at once.
+  let engineId: string | null = null;
+  const signals = stopSignals(() => {
+    if (engineId !== null) void supervisor.kill(engineId).catch(() => undefined);
+  });
+  try {
+    const result = await supervisor.launch(spec);
+    if (result.engine === null) {
+      io.out(describePlan(result.plan).trimEnd());
+      return exitCodeForPlan(result.plan);
+    }
+    const engine = result.engine;
+    engineId = engine.id;
+    if (engine.state !== 'running') {
+      io.err(`gpu-share: ${profile.name} exited while starting (${engine.exitSignal ?? `exit code ${engine.exitCode}`}); last lines:\n  ${engine.lastLines.slice(-10).join('\n  ')}`);
+      return 1;
+    }
+    mkdirSync(enginesDir(options.dataDir), { recursive: true });
+    const stateFile = join(enginesDir(options.dataDir), `${process.pid}.json`);
+    const state: EngineStateFile = { id: engine.id, profileId: profile.id, name: profile.name, kind: profile.engineKind, pid: engine.pid, supervisorPid: process.pid, port: engine.port, gpuKey, startedAt: new Date().toISOString() };
+    writeFileSync(stateFile, `${JSON.stringify(state)}\n`);
+    io.out(`running: ${profile.name} (${profile.engineKind}, pid ${engine.pid}, weight ${weight})${engine.port === null ? '' : ` at http://127.0.0.1:${engine.port}`}; Ctrl-C stops it`);
+    const final = await Promise.race([signals.stopped.then(() => supervisor.get(engine.id)), supervisor.whenExited(engine.id)]);
+    rmSync(stateFile, { force: true });
+    if (final?.state === 'crashed') {
+      io.err(`gpu-share: ${profile.name} crashed (${final.exitSignal ?? `exit code ${final.exitCode}`}); last lines:\n  ${final.lastLines.slice(-10).join('\n  ')}`);
+      return 1;
+    }
+    io.err(`stopping ${profile.name}… (again to stop it at once)`);
+    await supervisor.stopAll();
+    return 0;
+  } finally {
+    signals.release();
     provider.close();
-    return exitCodeForPlan(result.plan);
   }
-  const engine = result.engine;
-  if (engine.state !== 'running') {
-    io.err(`gpu-share: ${profile.name} exited while starting (${engine.exitSignal ?? `exit code ${engine.exitCode}`}); last lines:\n  ${engine.lastLines.slice(-10).join('\n  ')}`);
-    provider.close();
-    return 1;
-  }
-  mkdirSync(enginesDir(options.dataDir), { recursive: true });
-  const stateFile = join(enginesDir(options.dataDir), `${process.pid}.json`);
-  const state: EngineStateFile = { id: engine.id, profileId: profile.id, name: profile.name, kind: profile.engineKind, pid: engine.pid, supervisorPid: process.pid, port: engine.port, gpuKey, startedAt: new Date().toISOString() };
-  writeFileSync(stateFile, `${JSON.stringify(state)}\n`);
-  io.out(`running: ${profile.name} (${profile.engineKind}, pid ${engine.pid}, weight ${weight})${engine.port === null ? '' : ` at http://127.0.0.1:${engine.port}`}; Ctrl-C stops it`);
-  const final = await Promise.race([stopped.then(() => supervisor.get(engine.id)), supervisor.whenExited(engine.id)]);
-  rmSync(stateFile, { force: true });
-  if (final?.state === 'crashed') {
-    io.err(`gpu-share: ${profile.name} crashed (${final.exitSignal ?? `exit code ${final.exitCode}`}); last lines:\n  ${final.lastLines.slice(-10).join('\n  ')}`);
-    provider.close();
-    return 1;
-  }
-  io.err(`stopping ${profile.name}… (again to stop it at once)`);
-  // Keep listening: a second Ctrl-C kills at once. (A listener must stay installed anyway: with
-  // none, node-llama-cpp's exit hooks re-raise the signal and end us mid-stop.)
-  const now = (): void => void supervisor.kill(engine.id).catch(() => undefined);
-  process.on('SIGINT', now);
-  process.on('SIGTERM', now);
-  await supervisor.stopAll();
-  process.off('SIGINT', now);
-  process.off('SIGTERM', now);
-  provider.close();
-  return 0;
 }
 
 function alive(pid: number): boolean {

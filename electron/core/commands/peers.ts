@@ -6,7 +6,7 @@ import { formatPeersTable } from '../registry/format.js';
 import { RegistryObserver } from '../registry/observer.js';
 import { RegistrySegment } from '../registry/segment.js';
 import type { GpuPeersView } from '../registry/view.js';
-import { failureLatch, untilStopSignal, type CommandIo } from './io.js';
+import { failureLatch, stopSignals, type CommandIo } from './io.js';
 
 export interface PeersOptions {
   gpuKey: string;
@@ -44,7 +44,9 @@ export async function runPeers(options: PeersOptions, io: CommandIo, helper: Reg
   };
   show();
   const timer = setInterval(show, options.intervalMs);
-  await Promise.race([untilStopSignal(), failure.failed]);
+  const signals = stopSignals();
+  await Promise.race([signals.stopped, failure.failed]);
+  signals.release();
   clearInterval(timer);
   segment?.close();
   if (failure.error !== null) {

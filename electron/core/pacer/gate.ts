@@ -117,10 +117,6 @@ export class CooperativeGate {
     if (this.publishedActive !== this.meter.active(now) || now - this.lastPublishMonoUs >= PUBLISH_INTERVAL_US) this.publish(now);
   }
 
-  get active(): boolean {
-    return this.publishedActive;
-  }
-
   private publish(nowMonoUs: number): void {
     const active = this.meter.active(nowMonoUs);
     this.registry.publish({ active, busyPpm: this.meter.busyPpm(nowMonoUs) });

@@ -91,6 +91,7 @@ export function decideEngine(peers: readonly AlivePeer[], slot: number | null, a
 export class ProcessGate {
   private readonly engines = new Map<number, Engine>();
   private stopped = false;
+  private lastSampleMonoUs = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly deps: ProcessGateDeps) {}
 
@@ -121,15 +122,15 @@ export class ProcessGate {
     this.deps.watchdog?.unwatch(pid);
   }
 
-  isSuspended(pid: number): boolean {
-    return this.engines.get(pid)?.suspended ?? false;
-  }
-
   /** Sample activity, decide, apply. Returns µs until the next step is due. */
   step(): number {
     if (this.stopped) return SAMPLE_INTERVAL_US;
     const now = this.deps.clock.monoUs();
-    for (const engine of this.engines.values()) this.sample(engine, now);
+    // Activity (procfs reads for every thread) every 50 ms, not at every window edge as well.
+    if (now - this.lastSampleMonoUs >= SAMPLE_INTERVAL_US) {
+      this.lastSampleMonoUs = now;
+      for (const engine of this.engines.values()) this.sample(engine, now);
+    }
     const peers = this.deps.peers();
     const wallNow = this.deps.clock.wallUs();
     let next = SAMPLE_INTERVAL_US;

@@ -57,8 +57,6 @@ export const POLICY_M10_V1: PlannerPolicy = Object.freeze({
   historySize: 500,
 });
 
-export const POLICIES: Readonly<Record<string, PlannerPolicy>> = { [POLICY_M10_V1.revision]: POLICY_M10_V1 };
-
 export function dynamicReserveBytes(totalBytes: number, policy: PlannerPolicy): number {
   const { minBytes, fractionOfTotal, floorBytes } = policy.reserve;
   return Math.max(minBytes, Math.round(fractionOfTotal * totalBytes), floorBytes);

@@ -29,20 +29,18 @@ export class RegistrySegment implements SegmentPort {
     private readonly helper: RegistryHelper,
     private readonly handle: SegmentHandle,
     readonly gpuKey: string,
-    readonly created: boolean,
   ) {}
 
   /** A joiner: creates the segment if it is missing. */
   static openForJoin(helper: RegistryHelper, gpuKey: string, mode = 0o600): RegistrySegment {
-    const { handle, created } = helper.open(gpuKey, { create: true, readonly: false, mode });
-    return new RegistrySegment(helper, handle, gpuKey, created);
+    return new RegistrySegment(helper, helper.open(gpuKey, { create: true, readonly: false, mode }).handle, gpuKey);
   }
 
   /** An observer: read-only; null when no peer has created the segment yet. */
   static openForObserve(helper: RegistryHelper, gpuKey: string): RegistrySegment | null {
     try {
       const { handle } = helper.open(gpuKey, { create: false, readonly: true });
-      return new RegistrySegment(helper, handle, gpuKey, false);
+      return new RegistrySegment(helper, handle, gpuKey);
     } catch (error) {
       if (error instanceof RegistryError && error.code === 'NOT_FOUND') return null;
       throw error;
