@@ -91,7 +91,6 @@ export function decideEngine(peers: readonly AlivePeer[], slot: number | null, a
 export class ProcessGate {
   private readonly engines = new Map<number, Engine>();
   private stopped = false;
-  private lastSampleMonoUs = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly deps: ProcessGateDeps) {}
 
@@ -126,11 +125,7 @@ export class ProcessGate {
   step(): number {
     if (this.stopped) return SAMPLE_INTERVAL_US;
     const now = this.deps.clock.monoUs();
-    // Activity (procfs reads for every thread) every 50 ms, not at every window edge as well.
-    if (now - this.lastSampleMonoUs >= SAMPLE_INTERVAL_US) {
-      this.lastSampleMonoUs = now;
-      for (const engine of this.engines.values()) this.sample(engine, now);
-    }
+    for (const engine of this.engines.values()) this.sample(engine, now);
     const peers = this.deps.peers();
     const wallNow = this.deps.clock.wallUs();
     let next = SAMPLE_INTERVAL_US;
