@@ -1,0 +1,332 @@
+/**
+ * The one contract between the core and whoever shows it: the Electron preload (over IPC), the
+ * browser bridge (over HTTP + server-sent events) and the renderer. Types only, plus the channel
+ * and route names and the payload checks both transports run: nothing here imports Node, Electron
+ * or the DOM, so every side compiles against the same file.
+ */
+import type { EngineKind, Priority } from './engines/profiles.js';
+import type { Profile, ProfileInput, ProfilePatch } from './engines/profiles.js';
+import type { EngineState } from './engines/supervisor.js';
+import type { PlacementPlan, Verdict } from './planner/types.js';
+import type { PressureLevel } from './planner/policy.js';
+import type { DeviceHealth, TelemetrySource } from './telemetry/types.js';
+
+export type { EngineKind, EngineState, PlacementPlan, PressureLevel, Priority, Profile, ProfileInput, ProfilePatch, Verdict };
+
+export const CONTRACT_VERSION = 1;
+
+/** One registry peer as the dashboard shows it (managed by us or not). */
+export interface PeerRow {
+  slot: number;
+  pid: number;
+  name: string;
+  weight: number;
+  /** Resolved share of the device, 0–100 (0 when idle). */
+  sharePct: number;
+  busyPct: number;
+  active: boolean;
+  heartbeatAgeMs: number;
+  /** The engine GPU Share started that holds this slot; null for a foreign peer. */
+  engineId: string | null;
+  /** The engine's kind, or 'peer' for a process GPU Share did not start. */
+  kind: EngineKind | 'peer';
+}
+
+/** One window of the TDM schedule, in µs from the start of the period. */
+export interface ScheduleWindowView {
+  slot: number;
+  startUs: number;
+  lengthUs: number;
+  share: number;
+  /** `(1 − share)·period`: the longest this peer waits for its window. */
+  stallBoundUs: number;
+}
+
+export interface ScheduleView {
+  periodUs: number;
+  windows: ScheduleWindowView[];
+}
+
+/** The device memory split the GPU view stacks; every figure in bytes. */
+export interface VramView {
+  totalBytes: number;
+  /** Per managed engine (engine id → bytes, measured or its envelope). */
+  engines: { engineId: string; name: string; slot: number | null; bytes: number }[];
+  unmanagedExternalBytes: number;
+  leaseBytes: number;
+  reserveBytes: number;
+  freeBytes: number;
+  /** Whether the per-engine figures are the driver's (KNOWN) or the envelopes (ESTIMATED). */
+  attribution: 'KNOWN' | 'ESTIMATED' | 'UNKNOWN';
+}
+
+export interface DeviceView {
+  key: string;
+  name: string;
+  source: TelemetrySource | null;
+  health: DeviceHealth;
+  pressure: PressureLevel;
+  /** null when telemetry is missing or stale (then the reason says why). */
+  vram: VramView | null;
+  telemetryProblem: string | null;
+  peers: PeerRow[];
+  /** null when fewer than one peer is active. */
+  schedule: ScheduleView | null;
+}
+
+export interface EngineView {
+  id: string;
+  profileId: string;
+  name: string;
+  kind: EngineKind;
+  priority: Priority;
+  pinned: boolean;
+  pid: number;
+  state: EngineState;
+  progressPct: number;
+  port: number | null;
+  exitCode: number | null;
+  exitSignal: string | null;
+  weight: number;
+  gpuKey: string;
+  slot: number | null;
+  residentBytes: number | null;
+  startedAtUs: number;
+  busy: boolean;
+  /** The last few log lines, newest last. */
+  logTail: string[];
+}
+
+export interface PolicyView {
+  labPaused: boolean;
+  draining: boolean;
+  /** Default idle-unload minutes for profiles that do not set one; null = never. */
+  idleUnloadMinutes: number | null;
+  revision: string;
+}
+
+export interface AppState {
+  contractVersion: typeof CONTRACT_VERSION;
+  /** Wall-clock µs when the state was taken (registry time, the same clock as the schedule). */
+  wallUs: number;
+  devices: DeviceView[];
+  engines: EngineView[];
+  profiles: Profile[];
+  policy: PolicyView;
+  /** Newest first. */
+  plans: PlacementPlan[];
+  gateway: { queueDepth: number; queueLimit: number };
+  api: { port: number | null; dataDir: string };
+}
+
+/** What the core pushes, in order; `state` arrives a few times a second and on every change. */
+export type AppEvent =
+  | { type: 'state'; state: AppState }
+  | { type: 'engine'; engine: EngineView }
+  | { type: 'progress'; engineId: string; pct: number }
+  | { type: 'log'; engineId: string; stream: 'stdout' | 'stderr'; line: string }
+  | { type: 'plan'; plan: PlacementPlan }
+  | { type: 'aged-out'; gpuKey: string; slot: number; name: string; pid: number };
+
+export type AppEventType = AppEvent['type'];
+export const APP_EVENT_TYPES: readonly AppEventType[] = ['state', 'engine', 'progress', 'log', 'plan', 'aged-out'];
+
+export interface LaunchRequest {
+  profileId: string;
+}
+
+export interface LaunchOutcome {
+  plan: PlacementPlan;
+  /** The engine, loading, when the plan admitted it; null otherwise. */
+  engine: EngineView | null;
+}
+
+export interface PolicyPatch {
+  labPaused?: boolean;
+  draining?: boolean;
+  idleUnloadMinutes?: number | null;
+}
+
+export interface ModelEstimateView {
+  modelPath: string;
+  fileBytes: number;
+  peakBytes: number;
+  peakSource: 'MEASURED' | 'ESTIMATED';
+}
+
+/**
+ * Error codes, and what the caller does next.
+ */
+export type ApiErrorCode =
+  /** A field is missing or wrong: fix the named field and send again. */
+  | 'BAD_REQUEST'
+  /** No token or a wrong one: get the token from the dashboard URL or the settings. */
+  | 'UNAUTHORIZED'
+  /** Refused before any handler ran (wrong Host, not loopback): do not retry. */
+  | 'FORBIDDEN'
+  /** No such engine, profile or route. */
+  | 'NOT_FOUND'
+  /** The request conflicts with the current state (a profile id taken, an engine not running). */
+  | 'CONFLICT'
+  /** Body over the limit: send less. */
+  | 'TOO_LARGE'
+  /** The gateway's queue is full: retry after the Retry-After header. */
+  | 'QUEUE_FULL'
+  /** The planner did not admit the model: the error carries the plan's verdict and reasons. */
+  | 'NOT_ADMITTED'
+  /** A bug or an unexpected failure on our side: report it. */
+  | 'INTERNAL';
+
+export interface ApiErrorBody {
+  error: { code: ApiErrorCode; message: string; field?: string; verdict?: Verdict; reasons?: string[] };
+}
+
+/** Thrown by both bridges (and the core) with a code the caller acts on. */
+export class ApiError extends Error {
+  override readonly name = 'ApiError';
+  constructor(
+    readonly code: ApiErrorCode,
+    message: string,
+    readonly details: Omit<ApiErrorBody['error'], 'code' | 'message'> = {},
+  ) {
+    super(message);
+  }
+
+  toBody(): ApiErrorBody {
+    return { error: { code: this.code, message: this.message, ...this.details } };
+  }
+}
+
+/** Everything a dashboard can do; implemented by the core, the IPC bridge and the HTTP bridge. */
+export interface GpuShareApi {
+  getState(): Promise<AppState>;
+  /** Events as they happen; returns the unsubscribe. */
+  subscribe(listener: (event: AppEvent) => void): () => void;
+  /** Dry-run plan for a profile (nothing starts). */
+  plan(request: LaunchRequest): Promise<PlacementPlan>;
+  /** Plan and start; resolves once the engine is spawned (loading) or the plan refused it. */
+  launch(request: LaunchRequest): Promise<LaunchOutcome>;
+  stopEngine(engineId: string): Promise<EngineView>;
+  killEngine(engineId: string): Promise<EngineView>;
+  /** A managed engine's weight (0.01–100); reaches the registry within one heartbeat and is kept
+   *  in its profile. */
+  setWeight(engineId: string, weight: number): Promise<EngineView>;
+  listProfiles(): Promise<Profile[]>;
+  createProfile(input: ProfileInput): Promise<Profile>;
+  updateProfile(id: string, patch: ProfilePatch): Promise<Profile>;
+  deleteProfile(id: string): Promise<void>;
+  /** The planner's figure for a model file, for the add-model form. */
+  estimateModel(modelPath: string): Promise<ModelEstimateView>;
+  setPolicy(patch: PolicyPatch): Promise<PolicyView>;
+  listPlans(): Promise<PlacementPlan[]>;
+}
+
+export type ApiMethod = Exclude<keyof GpuShareApi, 'subscribe'>;
+
+/** IPC: one invoke channel per method, one push channel for events. */
+export const IPC_INVOKE_PREFIX = 'gpu-share:';
+export const IPC_EVENT_CHANNEL = 'gpu-share:event';
+export const API_METHODS: readonly ApiMethod[] = [
+  'getState',
+  'plan',
+  'launch',
+  'stopEngine',
+  'killEngine',
+  'setWeight',
+  'listProfiles',
+  'createProfile',
+  'updateProfile',
+  'deleteProfile',
+  'estimateModel',
+  'setPolicy',
+  'listPlans',
+];
+export const ipcChannel = (method: ApiMethod): string => `${IPC_INVOKE_PREFIX}${method}`;
+
+/** HTTP: how each method maps onto the loopback API (paths under the server's origin). */
+export interface HttpRoute {
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  /** Path with `:id` placeholders. */
+  path: string;
+}
+export const HTTP_ROUTES: Readonly<Record<ApiMethod, HttpRoute>> = {
+  getState: { method: 'GET', path: '/api/state' },
+  plan: { method: 'POST', path: '/api/plan' },
+  launch: { method: 'POST', path: '/api/engines' },
+  stopEngine: { method: 'POST', path: '/api/engines/:id/stop' },
+  killEngine: { method: 'POST', path: '/api/engines/:id/kill' },
+  setWeight: { method: 'PUT', path: '/api/engines/:id/weight' },
+  listProfiles: { method: 'GET', path: '/api/profiles' },
+  createProfile: { method: 'POST', path: '/api/profiles' },
+  updateProfile: { method: 'PUT', path: '/api/profiles/:id' },
+  deleteProfile: { method: 'DELETE', path: '/api/profiles/:id' },
+  estimateModel: { method: 'POST', path: '/api/estimate' },
+  setPolicy: { method: 'PUT', path: '/api/policy' },
+  listPlans: { method: 'GET', path: '/api/plans' },
+};
+export const HTTP_EVENTS_PATH = '/api/events';
+
+/** The default port: not llama-server's 8080, Ollama's 11434, LM Studio's 1234, vLLM's 8000,
+ *  text-generation-webui's 5000/7860, nor Jan's 1337. */
+export const DEFAULT_API_PORT = 7787;
+
+// ---------------------------------------------------------------------------------------------
+// Argument checks, run by the core for every transport (IPC arguments are untrusted as well).
+
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const describe = (value: unknown): string => (value === undefined ? 'nothing' : value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value === 'string' ? `"${value.slice(0, 40)}"` : typeof value === 'number' ? String(value) : `a ${typeof value}`);
+
+export function badField(field: string, message: string): ApiError {
+  return new ApiError('BAD_REQUEST', `${field}: ${message}`, { field });
+}
+
+export function requireRecord(value: unknown, field: string): Record<string, unknown> {
+  if (!isRecord(value)) throw badField(field, `must be an object, got ${describe(value)}`);
+  return value;
+}
+
+export function requireString(value: unknown, field: string, maxLength = 4096): string {
+  if (typeof value !== 'string' || value.length === 0) throw badField(field, `must be a non-empty string, got ${describe(value)}`);
+  if (value.length > maxLength) throw badField(field, `must be at most ${maxLength} characters`);
+  return value;
+}
+
+export function requireWeight(value: unknown, field = 'weight'): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0.01 || value > 100) {
+    throw badField(field, `must be a number from 0.01 to 100, got ${describe(value)}`);
+  }
+  return value;
+}
+
+export function requireEngineId(value: unknown): string {
+  const id = requireString(value, 'id', 80);
+  if (!/^[a-z0-9-]+$/.test(id)) throw badField('id', `not an engine id: ${describe(value)}`);
+  return id;
+}
+
+export function parseLaunchRequest(value: unknown): LaunchRequest {
+  const body = requireRecord(value, 'body');
+  return { profileId: requireString(body['profileId'], 'profileId', 40) };
+}
+
+export function parsePolicyPatch(value: unknown): PolicyPatch {
+  const body = requireRecord(value, 'body');
+  const patch: PolicyPatch = {};
+  for (const key of Object.keys(body)) {
+    if (key !== 'labPaused' && key !== 'draining' && key !== 'idleUnloadMinutes') throw badField(key, 'unknown field (labPaused, draining, idleUnloadMinutes)');
+  }
+  for (const key of ['labPaused', 'draining'] as const) {
+    const v = body[key];
+    if (v === undefined) continue;
+    if (typeof v !== 'boolean') throw badField(key, `must be true or false, got ${describe(v)}`);
+    patch[key] = v;
+  }
+  const minutes = body['idleUnloadMinutes'];
+  if (minutes !== undefined) {
+    if (minutes !== null && (typeof minutes !== 'number' || !Number.isInteger(minutes) || minutes < 0 || minutes > 100_000)) {
+      throw badField('idleUnloadMinutes', `must be a whole number of minutes (0–100000) or null, got ${describe(minutes)}`);
+    }
+    patch.idleUnloadMinutes = minutes;
+  }
+  return patch;
+}
