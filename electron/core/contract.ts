@@ -330,3 +330,21 @@ export function parsePolicyPatch(value: unknown): PolicyPatch {
   }
   return patch;
 }
+
+// ---------------------------------------------------------------------------------------------
+// What only the desktop shell can do (absent in a browser): exposed by the preload beside the API.
+
+export interface ShellExtras {
+  /** The OS file picker, filtered to .gguf; null when cancelled. */
+  pickModelFile(): Promise<string | null>;
+  openDataFolder(): Promise<void>;
+  getLaunchAtLogin(): Promise<boolean>;
+  setLaunchAtLogin(enabled: boolean): Promise<boolean>;
+}
+export type ShellMethod = keyof ShellExtras;
+export const SHELL_METHODS: readonly ShellMethod[] = ['pickModelFile', 'openDataFolder', 'getLaunchAtLogin', 'setLaunchAtLogin'];
+export const shellChannel = (method: ShellMethod): string => `gpu-share-shell:${method}`;
+
+/** The globals the preload defines in the renderer (contextBridge.exposeInMainWorld). */
+export const PRELOAD_API_GLOBAL = 'gpuShare';
+export const PRELOAD_SHELL_GLOBAL = 'gpuShareShell';

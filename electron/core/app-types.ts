@@ -1,0 +1,42 @@
+/**
+ * What the composition root (app.ts) takes and gives: the Electron main process and
+ * `gpu-share serve` both build the core through `startCore(options)`.
+ */
+import type { RegistryHelper } from '../../native/helper.js';
+import type { GpuShareApi, AppState } from './contract.js';
+import type { SpawnRequest, SpawnedProcess } from './engines/supervisor.js';
+import type { SettingsStore } from './settings.js';
+
+export interface CoreLaunchers {
+  /** The executable that runs a JS file as Node (node; in the app, not used: see spawn). */
+  nodePath: string;
+  /** dist/electron/cli.js: `gpu-share run` paces command-like engines. */
+  cliPath: string;
+  /** dist/electron/core/engines/builtin-host.js. */
+  builtinHostPath: string;
+}
+
+export interface CoreOptions {
+  /** Holds profiles.json, envelopes.json, plans; settings live in `settings`. */
+  dataDir: string;
+  settings: SettingsStore;
+  /** A simulated-telemetry file (--sim); else $GPU_SHARE_SIM, NVML, metal-0 or cpu-0. */
+  simFile?: string | undefined;
+  helper: RegistryHelper;
+  launchers: CoreLaunchers;
+  /** How engine processes start (the app passes a utilityProcess-based one for Node scripts). */
+  spawn?: (request: SpawnRequest) => SpawnedProcess;
+  /** Lines for the log (telemetry choice, engine crashes); default stderr. */
+  log?: (line: string) => void;
+}
+
+export interface Core extends GpuShareApi {
+  /** The current state, synchronously (the tray menu is rebuilt from it). */
+  snapshot(): AppState;
+  readonly settings: SettingsStore;
+  readonly dataDir: string;
+  /** Tell the core which port the API listens on (it is in the state for the dashboard). */
+  setApiPort(port: number | null): void;
+  /** Stop every engine gracefully (quit), free the registry and telemetry. */
+  close(): Promise<void>;
+}
