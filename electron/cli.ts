@@ -15,7 +15,7 @@ import { checkGpuKey, checkIntervalMs, checkName, checkWeight, checkWholeNumber,
 // conf (~150 ms), which `join`, `peers` and every `run` supervisor should not pay for at start.
 
 /** Errors a user can act on, by name: printed as one line, no stack. */
-const EXPECTED_ERRORS = new Set(['RegistryError', 'PlanCommandError', 'PlannerInputError', 'TelemetryError', 'NvmlCallError', 'EstimateError', 'EnvelopeFileError', 'ProfileError', 'ProfileNotFoundError', 'SupervisorError']);
+const EXPECTED_ERRORS = new Set(['RegistryError', 'PlanCommandError', 'PlannerInputError', 'TelemetryError', 'NvmlCallError', 'EstimateError', 'EnvelopeFileError', 'ProfileError', 'ProfileNotFoundError', 'SupervisorError', 'SettingsFileError']);
 /** Of those, the ones that mean a bad flag value (exit code 2). */
 const USAGE_ERRORS = new Set(['PlanCommandError']);
 
@@ -171,6 +171,17 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
             systemClock(() => helper.wallUs()),
           );
         }),
+    );
+
+  program
+    .command('serve')
+    .description('run the core headless with the loopback API and the dashboard; prints the dashboard URL')
+    .addOption(new Option('--port <port>', 'API port (default: the settings\' port, 7787; 0 picks a free one)').argParser(parser(wholeNumber(0, 65_535))))
+    .option('--sim <file>', 'simulated telemetry from a JSON file (also $GPU_SHARE_SIM)')
+    .option('--data-dir <dir>', 'settings, profiles, envelopes and the API token', defaultDataDir())
+    .exitOverride()
+    .action((opts: { port?: number; sim?: string; dataDir: string }) =>
+      run(async () => (await import('./core/commands/serve.js')).runServe({ port: opts.port ?? null, simFile: opts.sim, dataDir: opts.dataDir, launchers }, processIo, loadRegistryHelper())),
     );
 
   program

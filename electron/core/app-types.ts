@@ -4,6 +4,7 @@
  */
 import type { RegistryHelper } from '../../native/helper.js';
 import type { GpuShareApi, AppState } from './contract.js';
+import type { GpuPeersView } from './registry/view.js';
 import type { SpawnRequest, SpawnedProcess } from './engines/supervisor.js';
 import type { SettingsStore } from './settings.js';
 
@@ -35,6 +36,10 @@ export interface Core extends GpuShareApi {
   snapshot(): AppState;
   readonly settings: SettingsStore;
   readonly dataDir: string;
+  /** The registry issue's `/gpu/peers` object for a device (the first device by default). */
+  peersView(gpuKey?: string): GpuPeersView;
+  /** Where the gateway's queue figures in the state come from. */
+  attachGateway(stats: () => { queueDepth: number; queueLimit: number }): void;
   /** Tell the core which port the API listens on (it is in the state for the dashboard). */
   setApiPort(port: number | null): void;
   /** Stop every engine gracefully (quit), free the registry and telemetry. */

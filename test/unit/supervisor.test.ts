@@ -9,6 +9,7 @@ import { DEFAULT_CONTROLS } from '../../electron/core/planner/snapshot.js';
 
 class RecordedProcess implements SpawnedProcess {
   readonly signals: string[] = [];
+  readonly sent: string[] = [];
   private lineListeners: ((stream: 'stdout' | 'stderr', line: string) => void)[] = [];
   private exitListeners: ((code: number | null, signal: string | null) => void)[] = [];
   constructor(
@@ -27,6 +28,10 @@ class RecordedProcess implements SpawnedProcess {
   }
   signalGroup(signal: NodeJS.Signals): boolean {
     this.signals.push(`group:${signal}`);
+    return true;
+  }
+  send(line: string): boolean {
+    this.sent.push(line);
     return true;
   }
   say(stream: 'stdout' | 'stderr', line: string): void {

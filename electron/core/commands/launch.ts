@@ -8,16 +8,16 @@ import { basename, join } from 'node:path';
 import type { Clock } from '../clock.js';
 import { describePlan } from '../planner/describe.js';
 import { EnvelopeStore } from '../planner/envelopes.js';
-import { modelPeak } from '../planner/estimate.js';
 import { LeaseBook } from '../planner/leases.js';
 import { POLICY_M10_V1, type Priority } from '../planner/policy.js';
 import { PressureTracker } from '../planner/pressure.js';
 import { snapshotFromSample, usedFraction } from '../planner/snapshot.js';
 import { discoverTelemetry } from '../telemetry/discovery.js';
 import { CpuProvider } from '../telemetry/cpu-provider.js';
-import { ProfileStore, effectiveWeight, type Profile } from '../engines/profiles.js';
+import { ProfileStore, type Profile } from '../engines/profiles.js';
+import { launchSpecFor } from '../engines/launch-spec.js';
 import { spawnEngineProcess } from '../engines/spawn.js';
-import { Supervisor, type LaunchSpec, type SupervisorEvent } from '../engines/supervisor.js';
+import { Supervisor, type SupervisorEvent } from '../engines/supervisor.js';
 import { exitCodeForPlan, PlanCommandError } from './plan.js';
 import { stopSignals, type CommandIo } from './io.js';
 
@@ -89,9 +89,6 @@ const enginesDir = (dataDir: string): string => join(dataDir, 'engines');
 
 export async function runLaunch(options: LaunchOptions, io: CommandIo, clock: Clock): Promise<number> {
   const profile = resolveProfile(options);
-  const weight = options.weight ?? effectiveWeight(profile);
-  const priority = options.priority ?? profile.priority;
-  const contextSize = options.contextSize ?? profile.contextSize;
   const { provider, reason } = discoverTelemetry({ simFile: options.simFile, wallUs: () => clock.wallUs() });
   const pressure = new PressureTracker(POLICY_M10_V1);
   const sampleNow = (): ReturnType<typeof provider.sample>[number] | null => provider.sample()[0] ?? null;
@@ -100,11 +97,7 @@ export async function runLaunch(options: LaunchOptions, io: CommandIo, clock: Cl
   io.err(`telemetry: ${reason}`);
 
   const envelopes = new EnvelopeStore(join(options.dataDir, 'envelopes.json'));
-  // A command without a model file has no envelope to start from: 256 MiB until measured.
-  const peak =
-    profile.modelPath === null
-      ? { modelKey: `command:${profile.command ?? profile.id}`, peakBytes: 256 * 1024 * 1024, peakSource: 'ESTIMATED' as const }
-      : await modelPeak(envelopes, profile.modelPath, { contextSize, gpuLayers: profile.gpuLayers, engineKind: profile.engineKind });
+  const spec = await launchSpecFor(profile, envelopes, { weight: options.weight, priority: options.priority, contextSize: options.contextSize, threads: options.threads });
 
   let lastDrawn = -10;
   const onEvent = (event: SupervisorEvent): void => {
@@ -136,26 +129,6 @@ export async function runLaunch(options: LaunchOptions, io: CommandIo, clock: Cl
     },
     onEvent,
   });
-  const spec: LaunchSpec = {
-    profileId: profile.id,
-    name: profile.name,
-    kind: profile.engineKind,
-    capability: profile.capabilities[0] ?? 'chat',
-    modelPath: profile.modelPath,
-    modelKey: peak.modelKey,
-    contextSize,
-    gpuLayers: profile.gpuLayers,
-    threads: options.threads ?? profile.threads,
-    weight,
-    priority,
-    pinned: profile.pinned,
-    command: profile.command,
-    args: profile.args,
-    env: profile.env,
-    peakBytes: peak.peakBytes,
-    peakSource: peak.peakSource,
-    idleUnloadMinutes: profile.idleUnloadMinutes,
-  };
   if (options.tty) io.err('');
   // A second Ctrl-C while it stops: kill it at once.
   let engineId: string | null = null;
@@ -178,7 +151,7 @@ export async function runLaunch(options: LaunchOptions, io: CommandIo, clock: Cl
     const stateFile = join(enginesDir(options.dataDir), `${process.pid}.json`);
     const state: EngineStateFile = { id: engine.id, profileId: profile.id, name: profile.name, kind: profile.engineKind, pid: engine.pid, supervisorPid: process.pid, port: engine.port, gpuKey, startedAt: new Date().toISOString() };
     writeFileSync(stateFile, `${JSON.stringify(state)}\n`);
-    io.out(`running: ${profile.name} (${profile.engineKind}, pid ${engine.pid}, weight ${weight})${engine.port === null ? '' : ` at http://127.0.0.1:${engine.port}`}; Ctrl-C stops it`);
+    io.out(`running: ${profile.name} (${profile.engineKind}, pid ${engine.pid}, weight ${spec.weight})${engine.port === null ? '' : ` at http://127.0.0.1:${engine.port}`}; Ctrl-C stops it`);
     const final = await Promise.race([signals.stopped.then(() => supervisor.get(engine.id)), supervisor.whenExited(engine.id)]);
     rmSync(stateFile, { force: true });
     if (final?.state === 'crashed') {

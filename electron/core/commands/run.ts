@@ -21,6 +21,7 @@ import { sleepUs } from '../pacer/gate.js';
 import { startWatchdog } from '../pacer/watchdog.js';
 import type { CommandIo } from './io.js';
 import { onParentGone } from '../parent-watch.js';
+import { readControlLines } from '../engines/control-protocol.js';
 
 export interface RunOptions {
   gpuKey: string;
@@ -129,6 +130,8 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
   });
   pacer.add(pid, paced);
   gate = pacer;
+  // Under a supervisor, its commands (a new weight) arrive on our stdin, the lifeline pipe.
+  if (options.exitWithParent) void readControlLines(process.stdin, (command) => void paced.set({ weight: command.weight }));
   // Whatever happens to us from here on, the command is not left stopped.
   const resumeOnExit = (): void => pacer.stopAll();
   process.on('exit', resumeOnExit);

@@ -30,6 +30,7 @@ import { monotonicUs } from '../clock.js';
 import { checkGpuKey, checkName, checkWeight, parseWholeNumber } from '../registry/validate.js';
 import { formatHostEvent, type HostEvent, type HostLogLevel } from './host-protocol.js';
 import { joinAsPacedPeer } from '../pacer/paced-peer.js';
+import { readControlLines } from './control-protocol.js';
 
 // ---------------------------------------------------------------------------------------------
 // Flags
@@ -963,12 +964,14 @@ async function main(argv: readonly string[]): Promise<void> {
   // The registry: our own peer, heartbeating, its activity re-judged every 100 ms.
   let afterStep: AfterStep | null = null;
   let slot: number | null = null;
+  let setWeight: ((weight: number) => void) | null = null;
   if (options.registry !== null) {
     const { gpuKey, weight, name } = options.registry;
     try {
       const peer = joinAsPacedPeer(loadRegistryHelper(), { gpuKey, weight, name }, log);
       slot = peer.slot;
       afterStep = (stepUs) => peer.gate.afterStep(stepUs);
+      setWeight = (w) => peer.setWeight(w);
       cleanupRegistry = () => peer.leave();
       log('info', `joined registry ${gpuKey} slot ${slot} as ${JSON.stringify(name)} (weight ${weight})`);
     } catch (error) {
@@ -1011,7 +1014,11 @@ async function main(argv: readonly string[]): Promise<void> {
   try {
     const stdin = fstatSync(0);
     if (stdin.isFIFO() || stdin.isSocket()) {
-      process.stdin.on('data', () => undefined);
+      // The supervisor's commands (a new weight from the slider) arrive on the same pipe.
+      void readControlLines(process.stdin, (command) => {
+        setWeight?.(command.weight);
+        log('info', `weight set to ${command.weight}`);
+      });
       process.stdin.on('end', () => stop('stdin closed (parent went away)', 0));
       process.stdin.on('error', () => stop('stdin failed (parent went away)', 0));
       process.stdin.resume();

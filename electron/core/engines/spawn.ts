@@ -45,5 +45,11 @@ export function spawnEngineProcess(request: SpawnRequest): SpawnedProcess {
     onExit: (listener) => void exitListeners.push(listener),
     signal: (signal) => send(pid, signal),
     signalGroup: (signal) => (process.platform === 'win32' ? send(pid, signal) : send(-pid, signal)),
+    send: (line) => {
+      const stdin = child.stdin;
+      if (stdin === null || stdin.destroyed || !stdin.writable) return false;
+      stdin.write(`${line}\n`);
+      return true;
+    },
   };
 }

@@ -19,6 +19,7 @@ import type { LeaseBook } from '../planner/leases.js';
 import type { EnvelopeStore } from '../planner/envelopes.js';
 import type { ManagedResident, PlacementPlan, PlanRequest } from '../planner/types.js';
 import type { DeviceSnapshot } from '../planner/snapshot.js';
+import { formatControl } from './control-protocol.js';
 import { parseHostLine } from './host-protocol.js';
 import type { EngineKind } from './profiles.js';
 
@@ -86,6 +87,8 @@ export interface SpawnedProcess {
   signal(signal: NodeJS.Signals): boolean;
   /** Signal its whole process group (SIGKILL escalation: the engine under a wrapper too). */
   signalGroup(signal: NodeJS.Signals): boolean;
+  /** Write one line to its stdin (control-protocol.ts); false when it cannot be written. */
+  send(line: string): boolean;
 }
 
 export interface SpawnRequest {
@@ -266,7 +269,7 @@ export class Supervisor {
 
   /** Plan, evict what the plan names, take a lease and start the engine. Resolves once it is
    *  running (or failed to start), or at once with the plan when it was not admitted. */
-  async launch(spec: LaunchSpec): Promise<LaunchResult> {
+  async launch(spec: LaunchSpec, hooks: { onSpawned?: (engine: EngineStatus) => void } = {}): Promise<LaunchResult> {
     const placement = this.plan(spec);
     this.deps.onEvent?.({ kind: 'plan', plan: placement });
     if (placement.verdict !== 'ADMIT' && placement.verdict !== 'ADMIT_AFTER_EVICTION') return { plan: placement, engine: null };
@@ -312,6 +315,7 @@ export class Supervisor {
     };
     this.engines.set(id, engine);
     this.emitState(engine);
+    hooks.onSpawned?.(copyStatus(engine.status));
     let markReady: () => void = () => undefined;
     const ready = new Promise<void>((resolve) => (markReady = resolve));
     child.onLine((stream, line) => {
@@ -390,6 +394,26 @@ export class Supervisor {
     engine.process.signalGroup('SIGKILL');
     await engine.exited;
     return copyStatus(engine.status);
+  }
+
+  /**
+   * A new weight for a running engine: its slot's writer (the engine host, or the `gpu-share run`
+   * that paces it) takes it from its stdin and stores it at once. Later launches of the same spec
+   * (restarts) use it too. `opencoti-llamafile` reads its weight only at start.
+   */
+  setWeight(id: string, weight: number): EngineStatus {
+    const engine = this.require(id);
+    if (engine.status.state !== 'running' && engine.status.state !== 'loading') throw new SupervisorError(`engine ${id} is ${engine.status.state}: no weight to set`);
+    if (engine.spec.kind === 'opencoti-llamafile') throw new SupervisorError(`engine ${id} (opencoti-llamafile) takes its weight only at start`);
+    if (!engine.process.send(formatControl({ cmd: 'weight', weight }))) throw new SupervisorError(`engine ${id} does not take commands (its stdin is closed)`);
+    engine.spec = { ...engine.spec, weight };
+    this.emitState(engine);
+    return copyStatus(engine.status);
+  }
+
+  /** The weight an engine runs with (its spec's, as last set). */
+  weightOf(id: string): number {
+    return this.require(id).spec.weight;
   }
 
   /** Stop every engine (quit); no restarts after this. */

@@ -14,6 +14,8 @@ import { CooperativeGate, sleepUs } from './gate.js';
 export interface PacedPeer {
   readonly gate: CooperativeGate;
   readonly slot: number;
+  /** A new weight, written to our slot at once (the supervisor's slider). */
+  setWeight(weight: number): void;
   /** Free the slot and stop the timers (safe to call twice). */
   leave(): void;
 }
@@ -43,6 +45,7 @@ export function joinAsPacedPeer(helper: RegistryHelper, options: { gpuKey: strin
   return {
     gate,
     slot,
+    setWeight: (weight) => void member.set({ weight }),
     leave: () => {
       if (left) return;
       left = true;

@@ -1,0 +1,273 @@
+/**
+ * The OpenAI-compatible gateway: `model` names a capability; the engine for it is found among the
+ * running ones or loaded on demand through the planner and the supervisor; requests wait by
+ * priority for their engine (GatewayQueue) and are passed through to it unbuffered. What it logs
+ * is the request's shape and a hash, never the prompt.
+ */
+import { createHash } from 'node:crypto';
+import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { ApiError, badField, requireRecord, type AppEvent, type EngineView, type Profile } from '../contract.js';
+import type { Core } from '../app-types.js';
+import { explainReason } from '../planner/describe.js';
+import type { Priority } from '../planner/policy.js';
+import type { PlacementPlan } from '../planner/types.js';
+import { GatewayQueue } from './gateway-queue.js';
+import { sendError, sendJson } from './http.js';
+import type { ApiMetrics } from './metrics.js';
+
+export const MAX_TOKENS_LIMIT = 131_072;
+export const DEFAULT_QUEUE_LIMIT = 64;
+/** How long a request waits for a QUEUE verdict to turn into a load, and for a load to finish. */
+const LOAD_WAIT_MS = 10 * 60_000;
+const REPLAN_EVERY_MS = 1_000;
+
+export type CompletionPath = '/v1/chat/completions' | '/v1/completions';
+
+export interface CompletionRequest {
+  capability: string;
+  stream: boolean;
+  /** For the log: counts and a hash, never text. */
+  shape: string;
+  body: Record<string, unknown>;
+}
+
+const describe = (value: unknown): string => (Array.isArray(value) ? 'an array' : value === null ? 'null' : typeof value);
+
+function optionalNumber(body: Record<string, unknown>, field: string, min: number, max: number, integer: boolean): void {
+  const value = body[field];
+  if (value === undefined || value === null) return;
+  if (typeof value !== 'number' || !Number.isFinite(value) || (integer && !Number.isInteger(value)) || value < min || value > max) {
+    throw badField(field, `must be ${integer ? 'a whole number' : 'a number'} from ${min} to ${max}, got ${typeof value === 'number' ? String(value) : describe(value)}`);
+  }
+}
+
+/** Checks a completion request; every problem is a 400 naming the field. */
+export function parseCompletionRequest(path: CompletionPath, value: unknown, capabilities: ReadonlySet<string>): CompletionRequest {
+  const body = requireRecord(value, 'body');
+  const model = body['model'];
+  if (typeof model !== 'string' || model === '') throw badField('model', `must name a capability (${[...capabilities].join(', ') || 'no profile defines one yet'}), got ${describe(model)}`);
+  if (!capabilities.has(model)) throw badField('model', `unknown capability "${model.slice(0, 64)}"; known: ${[...capabilities].join(', ') || 'none (add a profile)'}`);
+  const stream = body['stream'];
+  if (stream !== undefined && stream !== null && typeof stream !== 'boolean') throw badField('stream', `must be true or false, got ${describe(stream)}`);
+  optionalNumber(body, 'max_tokens', 1, MAX_TOKENS_LIMIT, true);
+  optionalNumber(body, 'max_completion_tokens', 1, MAX_TOKENS_LIMIT, true);
+  optionalNumber(body, 'temperature', 0, 2, false);
+  optionalNumber(body, 'top_p', 0, 1, false);
+  let shape: string;
+  if (path === '/v1/chat/completions') {
+    const messages = body['messages'];
+    if (!Array.isArray(messages) || messages.length === 0 || messages.length > 10_000) throw badField('messages', `must be a non-empty array of messages, got ${describe(messages)}`);
+    let chars = 0;
+    messages.forEach((message: unknown, i) => {
+      const m = requireRecord(message, `messages[${i}]`);
+      if (typeof m['role'] !== 'string' || !['system', 'user', 'assistant', 'tool', 'developer'].includes(m['role'])) throw badField(`messages[${i}].role`, 'must be system, user, assistant, tool or developer');
+      const content = m['content'];
+      if (typeof content === 'string') chars += content.length;
+      else if (Array.isArray(content)) chars += JSON.stringify(content).length;
+      else throw badField(`messages[${i}].content`, `must be a string or an array of parts, got ${describe(content)}`);
+    });
+    shape = `messages=${messages.length} chars=${chars}`;
+  } else {
+    const prompt = body['prompt'];
+    if (typeof prompt === 'string') shape = `prompt chars=${prompt.length}`;
+    else if (Array.isArray(prompt) && prompt.length > 0 && prompt.every((p) => typeof p === 'string')) shape = `prompts=${prompt.length}`;
+    else throw badField('prompt', `must be a string or an array of strings, got ${describe(prompt)}`);
+  }
+  const hash = createHash('sha256').update(JSON.stringify(body)).digest('hex').slice(0, 12);
+  return { capability: model, stream: stream === true, shape: `${shape} sha256=${hash}`, body };
+}
+
+export class Gateway {
+  readonly queue: GatewayQueue;
+  private readonly launching = new Map<string, Promise<EngineView>>();
+
+  constructor(
+    private readonly core: Core,
+    private readonly metrics: ApiMetrics,
+    private readonly log: (line: string) => void,
+    queueLimit = DEFAULT_QUEUE_LIMIT,
+  ) {
+    this.queue = new GatewayQueue(queueLimit);
+  }
+
+  capabilities(): Set<string> {
+    return new Set(this.core.snapshot().profiles.flatMap((p) => p.capabilities));
+  }
+
+  models(): { object: 'list'; data: { id: string; object: 'model'; owned_by: string; profiles: string[] }[] } {
+    const byCapability = new Map<string, string[]>();
+    for (const p of this.core.snapshot().profiles) for (const c of p.capabilities) byCapability.set(c, [...(byCapability.get(c) ?? []), p.id]);
+    return { object: 'list', data: [...byCapability].map(([id, profiles]) => ({ id, object: 'model', owned_by: 'gpu-share', profiles })) };
+  }
+
+  async handle(req: IncomingMessage, res: ServerResponse, path: CompletionPath, body: unknown, priority: Priority): Promise<void> {
+    let request: CompletionRequest;
+    try {
+      request = parseCompletionRequest(path, body, this.capabilities());
+    } catch (error) {
+      this.metrics.countRequest('bad_request');
+      throw error;
+    }
+    if (this.queue.full) {
+      this.metrics.countRequest('queue_full');
+      sendError(res, new ApiError('QUEUE_FULL', `the gateway queue is full (${this.queue.limit} waiting); retry later`), { 'retry-after': '2' });
+      return;
+    }
+    let gone = false;
+    const onGone = (): void => {
+      gone = true;
+    };
+    res.on('close', onGone);
+    const started = Date.now();
+    let engine: EngineView;
+    try {
+      engine = await this.engineFor(request.capability, () => gone);
+    } catch (error) {
+      if (gone) {
+        this.metrics.countRequest('client_gone');
+        return;
+      }
+      this.metrics.countRequest(error instanceof ApiError && error.code === 'NOT_ADMITTED' ? 'rejected' : 'upstream_error');
+      throw error;
+    }
+    if (gone) {
+      this.metrics.countRequest('client_gone');
+      return;
+    }
+    // Wait for our turn on this engine.
+    let granted: () => void = () => undefined;
+    const turn = new Promise<void>((resolve) => (granted = resolve));
+    const place = this.queue.enter(engine.id, priority, () => granted());
+    const leaveIfGone = (): void => {
+      place.leave();
+      granted();
+    };
+    res.on('close', leaveIfGone);
+    await turn;
+    res.off('close', leaveIfGone);
+    if (gone) {
+      this.queue.release(engine.id);
+      this.metrics.countRequest('client_gone');
+      return;
+    }
+    this.log(`gateway: ${path} ${request.capability} ${request.shape} priority=${priority} → ${engine.id} (queue position ${place.position}, waited ${Date.now() - started} ms)`);
+    try {
+      await this.forward(req, res, engine, path, request, place.position);
+      this.metrics.countRequest(gone ? 'client_gone' : 'ok');
+    } finally {
+      this.queue.release(engine.id);
+    }
+  }
+
+  /** A running engine for the capability: one that runs, one that loads, or one loaded now. */
+  private async engineFor(capability: string, gone: () => boolean): Promise<EngineView> {
+    const state = this.core.snapshot();
+    const profiles = state.profiles.filter((p) => p.capabilities.includes(capability));
+    const ids = new Set(profiles.map((p) => p.id));
+    const running = state.engines.find((e) => ids.has(e.profileId) && e.state === 'running' && e.port !== null);
+    if (running !== undefined) return running;
+    const loading = state.engines.find((e) => ids.has(e.profileId) && e.state === 'loading');
+    if (loading !== undefined) return this.untilRunning(loading.id, gone);
+    const profile = profiles[0];
+    if (profile === undefined) throw badField('model', `unknown capability "${capability}"`);
+    let pending = this.launching.get(profile.id);
+    if (pending === undefined) {
+      pending = this.load(profile, gone).finally(() => this.launching.delete(profile.id));
+      this.launching.set(profile.id, pending);
+    }
+    return pending;
+  }
+
+  private async load(profile: Profile, gone: () => boolean): Promise<EngineView> {
+    const deadline = Date.now() + LOAD_WAIT_MS;
+    for (;;) {
+      const outcome = await this.core.launch({ profileId: profile.id });
+      if (outcome.engine !== null) return this.untilRunning(outcome.engine.id, gone);
+      if (outcome.plan.verdict !== 'QUEUE' || Date.now() > deadline) throw notAdmitted(profile, outcome.plan);
+      // QUEUE: busy engines or pending loads stand in the way; plan again shortly.
+      await new Promise((resolve) => setTimeout(resolve, REPLAN_EVERY_MS));
+      if (gone()) throw new ApiError('CONFLICT', 'client went away');
+    }
+  }
+
+  private untilRunning(engineId: string, gone: () => boolean): Promise<EngineView> {
+    return new Promise<EngineView>((resolve, reject) => {
+      const check = (engine: EngineView | undefined): boolean => {
+        if (engine === undefined) return false;
+        if (engine.state === 'running' && engine.port !== null) {
+          finish();
+          resolve(engine);
+          return true;
+        }
+        if (engine.state === 'crashed' || engine.state === 'stopped' || engine.state === 'stopping') {
+          finish();
+          reject(new ApiError('NOT_ADMITTED', `engine ${engine.id} ${engine.state} while loading${engine.exitCode === null ? '' : ` (exit code ${engine.exitCode})`}: ${engine.logTail.slice(-1)[0] ?? ''}`));
+          return true;
+        }
+        return false;
+      };
+      const onEvent = (event: AppEvent): void => {
+        if (event.type === 'engine' && event.engine.id === engineId) check(event.engine);
+      };
+      const poll = setInterval(() => {
+        if (gone()) {
+          finish();
+          reject(new ApiError('CONFLICT', 'client went away'));
+        }
+      }, 250);
+      const timeout = setTimeout(() => {
+        finish();
+        reject(new ApiError('NOT_ADMITTED', `engine ${engineId} did not finish loading in ${LOAD_WAIT_MS / 60_000} minutes`));
+      }, LOAD_WAIT_MS);
+      const unsubscribe = this.core.subscribe(onEvent);
+      function finish(): void {
+        unsubscribe();
+        clearInterval(poll);
+        clearTimeout(timeout);
+      }
+      check(this.core.snapshot().engines.find((e) => e.id === engineId));
+    });
+  }
+
+  /** Pass the request to the engine and its answer back, chunk by chunk as it comes. */
+  private forward(req: IncomingMessage, res: ServerResponse, engine: EngineView, path: CompletionPath, request: CompletionRequest, position: number): Promise<void> {
+    const payload = JSON.stringify({ ...request.body, model: engine.profileId });
+    return new Promise<void>((resolve) => {
+      const upstream = httpRequest(
+        { host: '127.0.0.1', port: engine.port ?? 0, path, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), accept: req.headers.accept ?? '*/*' } },
+        (answer) => {
+          const headers: Record<string, string> = { 'x-gpushare-queue-position': String(position), 'x-gpushare-engine': engine.id, 'cache-control': 'no-store' };
+          const type = answer.headers['content-type'];
+          if (type !== undefined) headers['content-type'] = type;
+          res.writeHead(answer.statusCode ?? 502, headers);
+          res.flushHeaders();
+          answer.on('data', (chunk: Buffer) => res.write(chunk));
+          answer.on('end', () => {
+            res.end();
+            resolve();
+          });
+          answer.on('error', () => {
+            res.destroy();
+            resolve();
+          });
+        },
+      );
+      // A client that goes away frees the engine: the upstream request is aborted.
+      res.on('close', () => {
+        upstream.destroy();
+        resolve();
+      });
+      upstream.on('error', (error) => {
+        if (!res.headersSent) sendJson(res, 502, new ApiError('INTERNAL', `engine ${engine.id} did not answer: ${error.message}`).toBody());
+        else res.destroy();
+        resolve();
+      });
+      upstream.end(payload);
+    });
+  }
+}
+
+function notAdmitted(profile: Profile, plan: PlacementPlan): ApiError {
+  const reasons = plan.reasons.map((r) => r.code);
+  return new ApiError('NOT_ADMITTED', `${profile.name}: ${plan.verdict}: ${plan.reasons.map(explainReason).join('; ')}`, { verdict: plan.verdict, reasons });
+}

@@ -1,0 +1,290 @@
+/**
+ * The loopback API: one HTTP server on 127.0.0.1 and ::1.
+ *
+ *   no token        GET /gpu/peers[?gpu_key=K]  GET /props  GET /metrics  GET / (the dashboard)
+ *   dashboard token /api/* (the contract's HTTP_ROUTES, GET /api/events as server-sent events)
+ *   any token       /v1/models  /v1/chat/completions  /v1/completions (the gateway)
+ *
+ * Before any handler: the Host header must be exactly 127.0.0.1:PORT, localhost:PORT or
+ * [::1]:PORT (a page on another name that resolves here — DNS rebinding — is refused), and no
+ * CORS header is ever sent, so a browser page from elsewhere can neither read an answer nor get a
+ * preflight through. Every failure is the contract's `{error:{code,message}}`.
+ */
+import { createReadStream, existsSync, statSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { extname, join, normalize, resolve, sep } from 'node:path';
+import type { Core } from '../app-types.js';
+import { toApiError } from '../app.js';
+import {
+  API_METHODS,
+  ApiError,
+  HTTP_EVENTS_PATH,
+  HTTP_ROUTES,
+  type ApiMethod,
+  parseLaunchRequest,
+  parsePolicyPatch,
+  requireEngineId,
+  requireRecord,
+  requireString,
+  requireWeight,
+  type AppEvent,
+  type ProfileInput,
+  type ProfilePatch,
+} from '../contract.js';
+import type { Priority } from '../planner/policy.js';
+import { buildPropsBlock } from '../registry/view.js';
+import { checkGpuKey } from '../registry/validate.js';
+import { Gateway, type CompletionPath } from './gateway.js';
+import { allowedHosts, discardBody, hostAllowed, matchToken, readJson, sendError, sendJson } from './http.js';
+import { createApiMetrics, type ApiMetrics } from './metrics.js';
+
+export interface ApiServerOptions {
+  core: Core;
+  /** 0 picks a free port. */
+  port: number;
+  /** The built dashboard (dist/renderer); null serves none. */
+  staticDir: string | null;
+  log?: (line: string) => void;
+  queueLimit?: number;
+}
+
+export interface ApiServer {
+  readonly port: number;
+  /** The dashboard's address with the token in the fragment (never in a query string). */
+  readonly dashboardUrl: string;
+  close(): Promise<void>;
+}
+
+/** For the dashboard's HTML: nothing from elsewhere, no inline script, no framing. */
+export const DASHBOARD_CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+const CONTENT_TYPES: Readonly<Record<string, string>> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
+  '.json': 'application/json',
+  '.woff2': 'font/woff2',
+};
+
+type Auth = 'none' | 'dashboard' | 'gateway';
+interface Route {
+  method: string;
+  pattern: RegExp;
+  auth: Auth;
+  handle(ctx: RequestContext, params: string[]): Promise<void> | void;
+}
+interface RequestContext {
+  req: IncomingMessage;
+  res: ServerResponse;
+  url: URL;
+  priority: Priority;
+}
+
+export async function startApiServer(options: ApiServerOptions): Promise<ApiServer> {
+  const { core } = options;
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const metrics: ApiMetrics = createApiMetrics(() => core.snapshot());
+  const gateway = new Gateway(core, metrics, log, options.queueLimit);
+  core.attachGateway(() => ({ queueDepth: gateway.queue.depth, queueLimit: gateway.queue.limit }));
+  const unsubscribeMetrics = core.subscribe((event) => metrics.onEvent(event));
+  const sse = new Set<ServerResponse>();
+
+  /** Tokens are read from the settings at each request: a changed token takes effect at once. */
+  const tokens = (): Map<string, { priority: Priority; dashboard: boolean }> => {
+    const settings = core.settings.get();
+    const map = new Map<string, { priority: Priority; dashboard: boolean }>();
+    for (const t of settings.gatewayTokens) map.set(t.token, { priority: t.priority, dashboard: false });
+    map.set(settings.apiToken, { priority: 'interactive', dashboard: true });
+    return map;
+  };
+
+  const body = async (ctx: RequestContext): Promise<unknown> => readJson(ctx.req);
+  const json = (ctx: RequestContext, value: unknown, status = 200): void => sendJson(ctx.res, status, value);
+
+  const routes: Route[] = [
+    {
+      method: 'GET',
+      pattern: /^\/gpu\/peers$/,
+      auth: 'none',
+      handle(ctx) {
+        const raw = ctx.url.searchParams.get('gpu_key');
+        if (raw === null) return json(ctx, core.peersView());
+        const key = checkGpuKey(raw);
+        if (!key.ok) throw new ApiError('BAD_REQUEST', `gpu_key: ${key.message}`, { field: 'gpu_key' });
+        json(ctx, core.peersView(key.value));
+      },
+    },
+    { method: 'GET', pattern: /^\/props$/, auth: 'none', handle: (ctx) => json(ctx, buildPropsBlock(core.peersView(), true)) },
+    {
+      method: 'GET',
+      pattern: /^\/metrics$/,
+      auth: 'none',
+      async handle(ctx) {
+        const text = await metrics.render();
+        ctx.res.writeHead(200, { 'content-type': metrics.contentType, 'cache-control': 'no-store' });
+        ctx.res.end(text);
+      },
+    },
+    { method: 'GET', pattern: new RegExp(`^${HTTP_EVENTS_PATH}$`), auth: 'dashboard', handle: (ctx) => streamEvents(ctx) },
+    ...controlRoutes(),
+    { method: 'GET', pattern: /^\/v1\/models$/, auth: 'gateway', handle: (ctx) => json(ctx, gateway.models()) },
+    { method: 'POST', pattern: /^\/v1\/chat\/completions$/, auth: 'gateway', handle: async (ctx) => gateway.handle(ctx.req, ctx.res, '/v1/chat/completions', await body(ctx), ctx.priority) },
+    { method: 'POST', pattern: /^\/v1\/completions$/, auth: 'gateway', handle: async (ctx) => gateway.handle(ctx.req, ctx.res, '/v1/completions' satisfies CompletionPath, await body(ctx), ctx.priority) },
+  ];
+
+  /** The control API, one route per contract method at the contract's path. */
+  function controlRoutes(): Route[] {
+    const handlers: Record<ApiMethod, (ctx: RequestContext, id: string) => Promise<void>> = {
+      getState: async (ctx) => json(ctx, await core.getState()),
+      plan: async (ctx) => json(ctx, await core.plan(parseLaunchRequest(await body(ctx)))),
+      listPlans: async (ctx) => json(ctx, await core.listPlans()),
+      launch: async (ctx) => {
+        const outcome = await core.launch(parseLaunchRequest(await body(ctx)));
+        json(ctx, outcome, outcome.engine === null ? 200 : 202);
+      },
+      stopEngine: async (ctx, id) => json(ctx, await core.stopEngine(requireEngineId(id))),
+      killEngine: async (ctx, id) => json(ctx, await core.killEngine(requireEngineId(id))),
+      setWeight: async (ctx, id) => {
+        const engineId = requireEngineId(id);
+        json(ctx, await core.setWeight(engineId, requireWeight(requireRecord(await body(ctx), 'body')['weight'])));
+      },
+      listProfiles: async (ctx) => json(ctx, await core.listProfiles()),
+      createProfile: async (ctx) => json(ctx, await core.createProfile(requireRecord(await body(ctx), 'body') as ProfileInput), 201),
+      updateProfile: async (ctx, id) => json(ctx, await core.updateProfile(requireString(id, 'id', 40), requireRecord(await body(ctx), 'body') as ProfilePatch)),
+      deleteProfile: async (ctx, id) => {
+        await core.deleteProfile(requireString(id, 'id', 40));
+        ctx.res.writeHead(204).end();
+      },
+      estimateModel: async (ctx) => json(ctx, await core.estimateModel(requireString(requireRecord(await body(ctx), 'body')['modelPath'], 'modelPath'))),
+      setPolicy: async (ctx) => json(ctx, await core.setPolicy(parsePolicyPatch(await body(ctx)))),
+    };
+    return API_METHODS.map((method) => {
+      const route = HTTP_ROUTES[method];
+      const handler = handlers[method];
+      return { method: route.method, pattern: new RegExp(`^${route.path.replace(':id', '([^/]+)')}$`), auth: 'dashboard', handle: (ctx, [id]) => handler(ctx, id ?? '') };
+    });
+  }
+
+  function streamEvents(ctx: RequestContext): void {
+    const { res } = ctx;
+    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive' });
+    const send = (event: AppEvent): void => void res.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+    send({ type: 'state', state: core.snapshot() });
+    const unsubscribe = core.subscribe(send);
+    // A comment now and then keeps proxies and idle timeouts from closing a quiet stream.
+    const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), 15_000);
+    sse.add(res);
+    res.on('close', () => {
+      unsubscribe();
+      clearInterval(keepAlive);
+      sse.delete(res);
+    });
+  }
+
+  function serveStatic(ctx: RequestContext): boolean {
+    if (options.staticDir === null || (ctx.req.method !== 'GET' && ctx.req.method !== 'HEAD')) return false;
+    const root = resolve(options.staticDir);
+    const relative = ctx.url.pathname === '/' ? 'index.html' : decodeURIComponent(ctx.url.pathname).slice(1);
+    const file = normalize(join(root, relative));
+    if (!file.startsWith(root + sep) || !existsSync(file) || !statSync(file).isFile()) return false;
+    const type = CONTENT_TYPES[extname(file)] ?? 'application/octet-stream';
+    const headers: Record<string, string> = { 'content-type': type, 'x-content-type-options': 'nosniff', 'cache-control': 'no-cache' };
+    if (type.startsWith('text/html')) Object.assign(headers, { 'content-security-policy': DASHBOARD_CSP, 'referrer-policy': 'no-referrer', 'x-frame-options': 'DENY' });
+    ctx.res.writeHead(200, headers);
+    if (ctx.req.method === 'HEAD') ctx.res.end();
+    else createReadStream(file).pipe(ctx.res);
+    return true;
+  }
+
+  let allowed: ReadonlySet<string> = new Set();
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (!hostAllowed(req.headers.host, allowed)) {
+      discardBody(req);
+      return sendError(res, new ApiError('FORBIDDEN', `Host ${JSON.stringify(req.headers.host ?? '')} is not this server's loopback address`));
+    }
+    const url = new URL(req.url ?? '/', `http://${req.headers.host ?? 'localhost'}`);
+    if (req.method === 'OPTIONS') {
+      // No preflight answer: cross-origin requests with custom headers never get through.
+      discardBody(req);
+      return sendError(res, new ApiError('FORBIDDEN', 'cross-origin requests are not served'));
+    }
+    const matching = routes.filter((r) => r.pattern.test(url.pathname));
+    const route = matching.find((r) => r.method === req.method);
+    if (route === undefined) {
+      discardBody(req);
+      if (matching.length > 0) return sendError(res, new ApiError('NOT_FOUND', `${req.method ?? ''} is not served on ${url.pathname} (use ${matching.map((r) => r.method).join(', ')})`));
+      if (serveStatic({ req, res, url, priority: 'interactive' })) return;
+      return sendError(res, new ApiError('NOT_FOUND', `no such path: ${url.pathname}`));
+    }
+    let priority: Priority = 'interactive';
+    if (route.auth !== 'none') {
+      const who = matchToken(req.headers.authorization, tokens());
+      if (who === null || (route.auth === 'dashboard' && !who.dashboard)) {
+        discardBody(req);
+        return sendError(res, new ApiError('UNAUTHORIZED', req.headers.authorization === undefined ? 'missing bearer token (Authorization: Bearer TOKEN)' : 'wrong token'), { 'www-authenticate': 'Bearer' });
+      }
+      priority = who.priority;
+    }
+    const params = (route.pattern.exec(url.pathname) ?? []).slice(1).map((p) => decodeURIComponent(p));
+    await route.handle({ req, res, url, priority }, params);
+  }
+
+  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
+    handle(req, res).catch((error: unknown) => {
+      const apiError = toApiError(error);
+      if (apiError.code === 'INTERNAL') log(`api: ${req.method ?? ''} ${req.url ?? ''}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+      if (apiError.code === 'TOO_LARGE') res.setHeader('connection', 'close');
+      if (!res.headersSent) sendError(res, apiError);
+      else res.destroy();
+    });
+  };
+
+  const servers: Server[] = [];
+  const listen = (host: string, port: number): Promise<Server | null> =>
+    new Promise((resolveListen, reject) => {
+      const server = createServer(onRequest);
+      server.headersTimeout = 20_000;
+      server.requestTimeout = 0; // streams may run long
+      server.once('error', (error: NodeJS.ErrnoException) => {
+        // No IPv6 loopback on this machine: serve on 127.0.0.1 alone.
+        if (host === '::1' && (error.code === 'EADDRNOTAVAIL' || error.code === 'EAFNOSUPPORT')) resolveListen(null);
+        else reject(error);
+      });
+      server.listen({ host, port, ipv6Only: host === '::1' }, () => resolveListen(server));
+    });
+  const first = await listen('127.0.0.1', options.port);
+  if (first === null) throw new Error('could not listen on 127.0.0.1');
+  servers.push(first);
+  const port = (first.address() as AddressInfo).port;
+  try {
+    const second = await listen('::1', port);
+    if (second !== null) servers.push(second);
+  } catch (error) {
+    log(`api: not listening on [::1]:${port}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  allowed = allowedHosts(port);
+  core.setApiPort(port);
+
+  return {
+    port,
+    dashboardUrl: `http://127.0.0.1:${port}/#token=${core.settings.get().apiToken}`,
+    async close() {
+      unsubscribeMetrics();
+      for (const res of sse) res.end();
+      await Promise.all(
+        servers.map(
+          (server) =>
+            new Promise<void>((resolveClose) => {
+              server.close(() => resolveClose());
+              server.closeAllConnections();
+            }),
+        ),
+      );
+      core.setApiPort(null);
+    },
+  };
+}

@@ -1,0 +1,525 @@
+/**
+ * The composition root: builds the core (telemetry, registry observer, planner, supervisor,
+ * profiles, settings) and offers it as the GpuShareApi. The Electron main process and
+ * `gpu-share serve` both call `startCore`; the loopback API and the IPC bridge are thin layers over
+ * the object it returns.
+ */
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
+import { systemClock, type Clock } from './clock.js';
+import {
+  ApiError,
+  CONTRACT_VERSION,
+  requireString,
+  type AppEvent,
+  type AppState,
+  type DeviceView,
+  type EngineView,
+  type LaunchOutcome,
+  type LaunchRequest,
+  type ModelEstimateView,
+  type PeerRow,
+  type PolicyPatch,
+  type PolicyView,
+  type Profile,
+  type ProfileInput,
+  type ProfilePatch,
+  type VramView,
+} from './contract.js';
+import type { Core, CoreOptions } from './app-types.js';
+import { launchSpecFor } from './engines/launch-spec.js';
+import { ProfileError, ProfileNotFoundError, ProfileStore } from './engines/profiles.js';
+import { spawnEngineProcess } from './engines/spawn.js';
+import { Supervisor, SupervisorError, type EngineStatus, type LaunchSpec, type SupervisorEvent } from './engines/supervisor.js';
+import { buildSchedule, stallBoundUs } from './pacer/schedule.js';
+import { EnvelopeStore } from './planner/envelopes.js';
+import { modelPeak } from './planner/estimate.js';
+import { PlanHistory } from './planner/history.js';
+import { LeaseBook } from './planner/leases.js';
+import { dynamicReserveBytes, POLICY_M10_V1 } from './planner/policy.js';
+import { PressureTracker } from './planner/pressure.js';
+import { snapshotFromSample, usedFraction } from './planner/snapshot.js';
+import type { OperatorControls, PlacementPlan } from './planner/types.js';
+import { RegistryObserver } from './registry/observer.js';
+import { RegistrySegment } from './registry/segment.js';
+import { buildPeersView, type AlivePeer, type GpuPeersView } from './registry/view.js';
+import { CpuProvider } from './telemetry/cpu-provider.js';
+import { discoverTelemetry } from './telemetry/discovery.js';
+import { TelemetrySampler } from './telemetry/sampler.js';
+import { isStale, type DeviceSample, type TelemetryProvider } from './telemetry/types.js';
+
+/** State pushes per second to subscribers (the timeline draws from them). */
+const STATE_INTERVAL_MS = 250;
+/** Supervisor upkeep: busy/idle from the registry, idle unload. */
+const TICK_INTERVAL_MS = 2_000;
+const LOG_TAIL = 20;
+/** A peer last seen older than this that disappears aged out (rather than leaving cleanly). */
+const AGED_OUT_AFTER_MS = 2_000;
+
+export async function startCore(options: CoreOptions): Promise<Core> {
+  const clock = systemClock(() => options.helper.wallUs());
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const { provider, reason } = discoverTelemetry({ simFile: options.simFile, wallUs: () => clock.wallUs() });
+  log(`telemetry: ${reason}`);
+  const core = new GpuShareCore(options, clock, provider, log);
+  core.start();
+  return core;
+}
+
+/** Core errors → the contract's codes (what the caller does next). */
+export function toApiError(error: unknown): ApiError {
+  if (error instanceof ApiError) return error;
+  if (error instanceof ProfileNotFoundError) return new ApiError('NOT_FOUND', error.message);
+  if (error instanceof ProfileError) return new ApiError('BAD_REQUEST', error.message, error.field === null ? {} : { field: error.field });
+  if (error instanceof SupervisorError) return new ApiError(error.message.startsWith('no engine') ? 'NOT_FOUND' : 'CONFLICT', error.message);
+  if (error instanceof Error && (error.name === 'EstimateError' || error.name === 'PlannerInputError')) return new ApiError('BAD_REQUEST', error.message);
+  return new ApiError('INTERNAL', error instanceof Error ? error.message : String(error));
+}
+
+class GpuShareCore implements Core {
+  readonly settings: CoreOptions['settings'];
+  readonly dataDir: string;
+  private readonly sampler: TelemetrySampler;
+  private readonly pressure = new Map<string, PressureTracker>();
+  private readonly observer: RegistryObserver;
+  private readonly segments = new Map<string, RegistrySegment | null>();
+  private readonly profiles: ProfileStore;
+  private readonly envelopes: EnvelopeStore;
+  private readonly leases = new LeaseBook();
+  private readonly history = new PlanHistory(POLICY_M10_V1.historySize);
+  private readonly supervisor: Supervisor;
+  private readonly listeners = new Set<(event: AppEvent) => void>();
+  private readonly gpuKey: string;
+  /** Last alive peers per device, to tell who aged out. */
+  private lastPeers = new Map<string, Map<number, { name: string; pid: number; ageMs: number }>>();
+  private timers: NodeJS.Timeout[] = [];
+  private apiPort: number | null = null;
+  private gatewayStats: () => { queueDepth: number; queueLimit: number } = () => ({ queueDepth: 0, queueLimit: 0 });
+  private closed = false;
+  private lastRegistryProblem = new Map<string, string | null>();
+
+  constructor(
+    private readonly options: CoreOptions,
+    private readonly clock: Clock,
+    provider: TelemetryProvider,
+    private readonly log: (line: string) => void,
+  ) {
+    this.settings = options.settings;
+    this.dataDir = options.dataDir;
+    this.observer = new RegistryObserver(clock, true);
+    this.profiles = new ProfileStore({ dataDir: options.dataDir });
+    if (this.profiles.loadProblem !== null) log(`profiles: ${this.profiles.loadProblem.message}; the file was kept as ${this.profiles.loadProblem.backup}`);
+    this.envelopes = new EnvelopeStore(join(options.dataDir, 'envelopes.json'));
+    this.sampler = new TelemetrySampler({
+      provider,
+      wallUs: () => clock.wallUs(),
+      onSample: (samples) => {
+        for (const sample of samples) this.pressureOf(sample.key).observe(usedFraction(sample), clock.monoUs());
+      },
+    });
+    this.sampler.tick();
+    this.gpuKey = this.sampler.all()[0]?.key ?? 'cpu-0';
+    this.supervisor = new Supervisor({
+      clock,
+      policy: POLICY_M10_V1,
+      leases: this.leases,
+      envelopes: this.envelopes,
+      snapshot: () => snapshotFromSample({ nowUs: clock.wallUs(), sample: this.sampler.fresh(this.gpuKey, clock.wallUs()), pressure: this.pressureOf(this.gpuKey).level, controls: this.controls() }),
+      spawn: options.spawn ?? spawnEngineProcess,
+      launchers: options.launchers,
+      gpuKey: this.gpuKey,
+      residentBytes: (pid) => {
+        // On the host CPU as a device, an engine's memory is its resident set: track it.
+        if (provider instanceof CpuProvider) {
+          provider.trackPids([pid]);
+          this.sampler.tick();
+        }
+        return this.sampler.latest(this.gpuKey)?.processes?.find((p) => p.pid === pid)?.usedBytes ?? null;
+      },
+      isActive: (engine) => this.peerOf(engine)?.record.active ?? null,
+      onEvent: (event) => this.onSupervisorEvent(event),
+    });
+  }
+
+  start(): void {
+    this.sampler.start();
+    const every = (ms: number, work: () => void): void => {
+      const timer = setInterval(work, ms);
+      timer.unref();
+      this.timers.push(timer);
+    };
+    every(STATE_INTERVAL_MS, () => {
+      if (this.listeners.size === 0) return;
+      this.emit({ type: 'state', state: this.snapshot() });
+    });
+    every(TICK_INTERVAL_MS, () => {
+      void this.supervisor.tick().catch((error: unknown) => this.log(`supervisor: ${String(error)}`));
+    });
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // GpuShareApi
+
+  async getState(): Promise<AppState> {
+    return this.snapshot();
+  }
+
+  subscribe(listener: (event: AppEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async plan(request: LaunchRequest): Promise<PlacementPlan> {
+    const spec = await this.specFor(request.profileId);
+    const plan = this.supervisor.plan(spec);
+    this.history.add(plan);
+    this.emit({ type: 'plan', plan });
+    return plan;
+  }
+
+  async launch(request: LaunchRequest): Promise<LaunchOutcome> {
+    const spec = await this.specFor(request.profileId);
+    return new Promise<LaunchOutcome>((resolve, reject) => {
+      let answered = false;
+      const launching = this.supervisor.launch(spec, {
+        onSpawned: (engine) => {
+          answered = true;
+          const plan = this.history.list().at(-1);
+          if (plan === undefined) reject(new ApiError('INTERNAL', 'launched without a plan'));
+          else resolve({ plan, engine: this.engineView(engine) });
+        },
+      });
+      launching.then(
+        (result) => {
+          if (!answered) resolve({ plan: result.plan, engine: null });
+          else if (result.engine !== null && result.engine.state !== 'running') this.log(`${spec.name}: exited while starting (${result.engine.exitSignal ?? `exit code ${String(result.engine.exitCode)}`})`);
+        },
+        (error: unknown) => {
+          if (!answered) reject(toApiError(error));
+          else this.log(`${spec.name}: launch failed: ${String(error)}`);
+        },
+      );
+    });
+  }
+
+  async stopEngine(engineId: string): Promise<EngineView> {
+    return this.engineView(await this.guard(() => this.supervisor.stop(engineId)));
+  }
+
+  async killEngine(engineId: string): Promise<EngineView> {
+    return this.engineView(await this.guard(() => this.supervisor.kill(engineId)));
+  }
+
+  async setWeight(engineId: string, weight: number): Promise<EngineView> {
+    const status = await this.guard(async () => this.supervisor.setWeight(engineId, weight));
+    // The slider's value is the profile's from now on ("until the user moves the slider").
+    if (this.profiles.get(status.profileId) !== undefined) this.profiles.update(status.profileId, { weight });
+    return this.engineView(status);
+  }
+
+  async listProfiles(): Promise<Profile[]> {
+    return this.profiles.list();
+  }
+
+  async createProfile(input: ProfileInput): Promise<Profile> {
+    return this.guard(async () => {
+      const id = (input as { id?: unknown }).id;
+      if (typeof id === 'string' && this.profiles.get(id) !== undefined) throw new ApiError('CONFLICT', `a profile "${id}" exists already`, { field: 'id' });
+      return this.profiles.create(input);
+    });
+  }
+
+  async updateProfile(id: string, patch: ProfilePatch): Promise<Profile> {
+    return this.guard(async () => this.profiles.update(id, patch));
+  }
+
+  async deleteProfile(id: string): Promise<void> {
+    if (!this.profiles.delete(id)) throw new ApiError('NOT_FOUND', `no profile "${id}"`);
+  }
+
+  async estimateModel(modelPath: string): Promise<ModelEstimateView> {
+    requireString(modelPath, 'modelPath');
+    let fileBytes: number;
+    try {
+      fileBytes = statSync(modelPath).size;
+    } catch {
+      throw new ApiError('BAD_REQUEST', `modelPath: no such file: ${modelPath}`, { field: 'modelPath' });
+    }
+    const peak = await this.guard(() => modelPeak(this.envelopes, modelPath, { contextSize: 4096, gpuLayers: 99, engineKind: 'builtin' }));
+    return { modelPath, fileBytes, peakBytes: peak.peakBytes, peakSource: peak.peakSource };
+  }
+
+  async setPolicy(patch: PolicyPatch): Promise<PolicyView> {
+    const next: Parameters<typeof this.settings.update>[0] = {};
+    if (patch.labPaused !== undefined) next.labPaused = patch.labPaused;
+    if (patch.draining !== undefined) next.draining = patch.draining;
+    if (patch.idleUnloadMinutes !== undefined) next.idleUnloadMinutes = patch.idleUnloadMinutes;
+    this.settings.update(next);
+    const policy = this.policyView();
+    this.emit({ type: 'state', state: this.snapshot() });
+    return policy;
+  }
+
+  async listPlans(): Promise<PlacementPlan[]> {
+    return this.history.list().reverse();
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Core
+
+  peersView(gpuKey?: string): GpuPeersView {
+    const key = gpuKey ?? this.deviceKeys()[0] ?? this.gpuKey;
+    return buildPeersView(key, this.alivePeers(key), null);
+  }
+
+  attachGateway(stats: () => { queueDepth: number; queueLimit: number }): void {
+    this.gatewayStats = stats;
+  }
+
+  setApiPort(port: number | null): void {
+    this.apiPort = port;
+  }
+
+  /** The engines GPU Share runs (for the gateway). */
+  engines(): EngineView[] {
+    return this.supervisor.list().map((e) => this.engineView(e));
+  }
+
+  profileList(): Profile[] {
+    return this.profiles.list();
+  }
+
+  snapshot(): AppState {
+    const nowUs = this.clock.wallUs();
+    const devices = this.deviceKeys().map((key) => this.deviceView(key, nowUs));
+    return {
+      contractVersion: CONTRACT_VERSION,
+      wallUs: nowUs,
+      devices,
+      engines: this.supervisor.list().map((e) => this.engineView(e)),
+      profiles: this.profiles.list(),
+      policy: this.policyView(),
+      plans: this.history.list().slice(-50).reverse(),
+      gateway: this.gatewayStats(),
+      api: { port: this.apiPort, dataDir: this.dataDir },
+    };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const timer of this.timers) clearInterval(timer);
+    this.timers = [];
+    await this.supervisor.stopAll();
+    this.sampler.close();
+    for (const segment of this.segments.values()) segment?.close();
+    this.segments.clear();
+    this.listeners.clear();
+  }
+
+  // -------------------------------------------------------------------------------------------
+
+  private async guard<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (error) {
+      throw toApiError(error);
+    }
+  }
+
+  private async specFor(profileId: string): Promise<LaunchSpec> {
+    const profile = this.profiles.get(profileId);
+    if (profile === undefined) throw new ApiError('NOT_FOUND', `no profile "${profileId}"`, { field: 'profileId' });
+    return this.guard(() => launchSpecFor(profile, this.envelopes, { defaultIdleUnloadMinutes: this.settings.get().idleUnloadMinutes }));
+  }
+
+  private controls(): OperatorControls {
+    const settings = this.settings.get();
+    return { draining: settings.draining, labPaused: settings.labPaused, allowedCapabilities: null };
+  }
+
+  private policyView(): PolicyView {
+    const settings = this.settings.get();
+    return { labPaused: settings.labPaused, draining: settings.draining, idleUnloadMinutes: settings.idleUnloadMinutes, revision: POLICY_M10_V1.revision };
+  }
+
+  private pressureOf(key: string): PressureTracker {
+    let tracker = this.pressure.get(key);
+    if (tracker === undefined) {
+      tracker = new PressureTracker(POLICY_M10_V1);
+      this.pressure.set(key, tracker);
+    }
+    return tracker;
+  }
+
+  private deviceKeys(): string[] {
+    const keys = this.sampler.all().map((s) => s.key);
+    return keys.length === 0 ? [this.gpuKey] : keys;
+  }
+
+  private emit(event: AppEvent): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(event);
+      } catch (error) {
+        this.log(`event listener failed: ${String(error)}`);
+      }
+    }
+  }
+
+  private onSupervisorEvent(event: SupervisorEvent): void {
+    switch (event.kind) {
+      case 'plan':
+        this.history.add(event.plan);
+        this.emit({ type: 'plan', plan: event.plan });
+        return;
+      case 'state':
+        this.emit({ type: 'engine', engine: this.engineView(event.engine) });
+        if (event.engine.state === 'crashed') this.log(`${event.engine.name}: crashed (${event.engine.exitSignal ?? `exit code ${String(event.engine.exitCode)}`})`);
+        return;
+      case 'progress':
+        this.emit({ type: 'progress', engineId: event.id, pct: event.pct });
+        return;
+      case 'log':
+        this.emit({ type: 'log', engineId: event.id, stream: event.stream, line: event.line });
+        return;
+      case 'idle-unload':
+      case 'restart':
+        return;
+    }
+  }
+
+  /** The alive peers of a device (empty when nobody created its registry yet). */
+  private alivePeers(key: string): AlivePeer[] {
+    let segment = this.segments.get(key) ?? null;
+    try {
+      if (segment === null) {
+        segment = RegistrySegment.openForObserve(this.options.helper, key);
+        this.segments.set(key, segment);
+      }
+      const peers = segment === null ? [] : this.observer.peers(segment);
+      this.lastRegistryProblem.set(key, null);
+      return peers;
+    } catch (error) {
+      // A foreign segment: say it once, show no peers, keep running.
+      const message = error instanceof Error ? error.message : String(error);
+      if (this.lastRegistryProblem.get(key) !== message) this.log(`registry ${key}: ${message}`);
+      this.lastRegistryProblem.set(key, message);
+      return [];
+    }
+  }
+
+  /** The registry peer of a managed engine: its slot's pid (the host) or owner (`gpu-share run`). */
+  private peerOf(engine: Pick<EngineStatus, 'pid'>): AlivePeer | undefined {
+    return this.alivePeers(this.gpuKey).find((p) => p.record.pid === engine.pid || p.record.ownerPid === engine.pid);
+  }
+
+  private engineView(status: EngineStatus): EngineView {
+    const active = status.state === 'running' || status.state === 'loading';
+    const peer = active ? this.peerOf(status) : undefined;
+    let weight: number;
+    try {
+      weight = this.supervisor.weightOf(status.id);
+    } catch {
+      weight = 0;
+    }
+    return {
+      id: status.id,
+      profileId: status.profileId,
+      name: status.name,
+      kind: status.kind,
+      priority: status.priority,
+      pinned: status.pinned,
+      pid: status.pid,
+      state: status.state,
+      progressPct: status.progressPct,
+      port: status.port,
+      exitCode: status.exitCode,
+      exitSignal: status.exitSignal,
+      weight,
+      gpuKey: this.gpuKey,
+      slot: peer?.record.slot ?? null,
+      residentBytes: status.residentBytes,
+      startedAtUs: status.startedAtUs,
+      busy: status.busy,
+      logTail: status.lastLines.slice(-LOG_TAIL),
+    };
+  }
+
+  private deviceView(key: string, nowUs: number): DeviceView {
+    const sample = this.sampler.latest(key);
+    const fresh = sample !== null && !isStale(sample, nowUs);
+    const peers = this.alivePeers(key);
+    const engines = key === this.gpuKey ? this.supervisor.list().filter((e) => e.state === 'running' || e.state === 'loading') : [];
+    const rows: PeerRow[] = peers.map((peer) => {
+      const engine = engines.find((e) => e.pid === peer.record.pid || e.pid === peer.record.ownerPid);
+      return {
+        slot: peer.record.slot,
+        pid: peer.record.pid,
+        name: peer.record.name,
+        weight: Number(peer.record.weight.toPrecision(6)),
+        sharePct: Math.round(peer.share * 10_000) / 100,
+        busyPct: Math.round(peer.record.busyPpm / 1_000) / 10,
+        active: peer.record.active,
+        heartbeatAgeMs: Math.round(peer.ageUs / 1000),
+        engineId: engine?.id ?? null,
+        kind: engine?.kind ?? 'peer',
+      };
+    });
+    this.noteAgedOut(key, rows);
+    const active = peers.filter((p) => p.record.active && p.share > 0);
+    const schedule = active.length === 0 ? null : buildSchedule(active.map((p) => ({ slot: p.record.slot, share: p.share })));
+    const problem = sample === null ? (this.sampler.lastError()?.error.message ?? 'no telemetry yet') : fresh ? null : `telemetry is stale (last sample ${Math.round((nowUs - sample.sampledAtUs) / 1e6)} s ago)`;
+    return {
+      key,
+      name: sample?.name ?? key,
+      source: sample?.source ?? null,
+      health: fresh ? sample.health : 'UNKNOWN',
+      pressure: this.pressureOf(key).level,
+      vram: fresh ? this.vramView(sample, engines) : null,
+      telemetryProblem: problem,
+      peers: rows,
+      schedule:
+        schedule === null
+          ? null
+          : {
+              periodUs: schedule.periodUs,
+              windows: schedule.windows.map((w) => ({ slot: w.slot, startUs: w.startUs, lengthUs: w.lengthUs, share: w.share, stallBoundUs: stallBoundUs(schedule, w.slot) ?? 0 })),
+            },
+    };
+  }
+
+  private vramView(sample: DeviceSample, engines: EngineStatus[]): VramView {
+    const known = sample.processes !== null;
+    const engineBytes = engines.map((e) => {
+      const measured = sample.processes?.find((p) => p.pid === e.pid)?.usedBytes ?? null;
+      const bytes = measured ?? e.residentBytes ?? this.supervisor.residents().find((r) => r.id === e.id)?.envelopeBytes ?? 0;
+      return { engineId: e.id, name: e.name, slot: this.peerOf(e)?.record.slot ?? null, bytes };
+    });
+    const managed = engineBytes.reduce((sum, e) => sum + e.bytes, 0);
+    const leaseBytes = this.leases.active(sample.sampledAtUs).reduce((sum, l) => sum + Math.max(0, l.reservedBytes - l.materializedBytes), 0);
+    const reserveBytes = dynamicReserveBytes(sample.totalBytes, POLICY_M10_V1);
+    const physicalUsed = Math.max(sample.usedBytes, managed);
+    return {
+      totalBytes: sample.totalBytes,
+      engines: engineBytes,
+      unmanagedExternalBytes: Math.max(0, sample.usedBytes - managed),
+      leaseBytes,
+      reserveBytes,
+      freeBytes: Math.max(0, sample.totalBytes - physicalUsed - leaseBytes - reserveBytes),
+      attribution: known ? 'KNOWN' : 'ESTIMATED',
+    };
+  }
+
+  private noteAgedOut(key: string, rows: readonly PeerRow[]): void {
+    const previous = this.lastPeers.get(key) ?? new Map<number, { name: string; pid: number; ageMs: number }>();
+    const current = new Map(rows.map((r) => [r.slot, { name: r.name, pid: r.pid, ageMs: r.heartbeatAgeMs }]));
+    for (const [slot, before] of previous) {
+      const now = current.get(slot);
+      if ((now === undefined || now.pid !== before.pid) && before.ageMs >= AGED_OUT_AFTER_MS) {
+        this.emit({ type: 'aged-out', gpuKey: key, slot, name: before.name, pid: before.pid });
+      }
+    }
+    this.lastPeers.set(key, current);
+  }
+}

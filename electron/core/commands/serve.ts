@@ -1,0 +1,49 @@
+/**
+ * `gpu-share serve`: the whole core headless — registry observer, planner, supervisor, telemetry —
+ * and the loopback API with the dashboard. Prints one line once it is ready:
+ *
+ *   dashboard: http://127.0.0.1:PORT/#token=TOKEN
+ *
+ * SIGINT/SIGTERM stop the engines it started (gracefully; a second signal kills them) and exit.
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { RegistryHelper } from '../../../native/helper.js';
+import type { CoreLaunchers } from '../app-types.js';
+import { startCore } from '../app.js';
+import { startApiServer } from '../api/server.js';
+import { DEFAULT_API_PORT } from '../contract.js';
+import { openNodeSettings } from '../settings.js';
+import { stopSignals, type CommandIo } from './io.js';
+
+export interface ServeOptions {
+  /** null: the port in the settings (7787 by default). 0 picks a free one. */
+  port: number | null;
+  simFile: string | undefined;
+  dataDir: string;
+  launchers: CoreLaunchers;
+}
+
+/** The built dashboard beside the compiled core (dist/renderer). */
+export function rendererDir(): string {
+  return join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'renderer');
+}
+
+export async function runServe(options: ServeOptions, io: CommandIo, helper: RegistryHelper): Promise<number> {
+  mkdirSync(options.dataDir, { recursive: true });
+  const settings = openNodeSettings(options.dataDir, DEFAULT_API_PORT);
+  const signals = stopSignals(() => io.err('gpu-share: stopping… (engines get 10 s to stop)'));
+  const core = await startCore({ dataDir: options.dataDir, settings, simFile: options.simFile, helper, launchers: options.launchers, log: (line) => io.err(line) });
+  try {
+    const server = await startApiServer({ core, port: options.port ?? settings.get().apiPort, staticDir: rendererDir(), log: (line) => io.err(line) });
+    io.out(`dashboard: ${server.dashboardUrl}`);
+    const signal = await signals.stopped;
+    io.err(`gpu-share: ${signal}: stopping the engines and the server`);
+    await server.close();
+    return 0;
+  } finally {
+    await core.close();
+    signals.release();
+  }
+}
