@@ -1,0 +1,83 @@
+/**
+ * Heartbeat ages and departures. The registry declares a peer dead when its heartbeat is more
+ * than 3 s old; the Peers view warns before that (amber past 1 s: a missed beat or two; red past
+ * 2 s: likely stopped), fades the row at 3 s, and keeps a departed row on screen briefly with an
+ * "aged out" notice so that a peer does not just vanish.
+ */
+import type { PeerRow } from '../../../electron/core/contract.js';
+
+export const AGE_AMBER_MS = 1000;
+export const AGE_RED_MS = 2000;
+export const AGE_DEAD_MS = 3000;
+/** How long a departed row stays (faded) with its notice. */
+export const DEPARTED_VISIBLE_MS = 5000;
+
+export type AgeLevel = 'fresh' | 'amber' | 'red' | 'dead';
+
+export function ageLevel(ageMs: number): AgeLevel {
+  if (!Number.isFinite(ageMs)) return 'dead';
+  if (ageMs >= AGE_DEAD_MS) return 'dead';
+  if (ageMs > AGE_RED_MS) return 'red';
+  if (ageMs > AGE_AMBER_MS) return 'amber';
+  return 'fresh';
+}
+
+/** A row's opacity: full while alive, faded from 3 s on and for a departed row. */
+export function rowOpacity(ageMs: number, departed: boolean): number {
+  return departed || ageLevel(ageMs) === 'dead' ? 0.4 : 1;
+}
+
+export function ageTitle(ageMs: number): string {
+  switch (ageLevel(ageMs)) {
+    case 'fresh':
+      return 'heartbeat on time (every ~0.5 s)';
+    case 'amber':
+      return 'heartbeat late: the peer missed a beat or is stalled';
+    case 'red':
+      return 'heartbeat very late: the peer will age out at 3 s';
+    case 'dead':
+      return 'no heartbeat for 3 s: the peer has aged out';
+  }
+}
+
+/** A peer is the same peer while it holds the same slot with the same pid. */
+export const peerIdentity = (peer: Pick<PeerRow, 'slot' | 'pid'>): string => `${peer.slot}:${peer.pid}`;
+
+export interface DisplayRow {
+  peer: PeerRow;
+  /** When the renderer saw it leave (ms on the renderer's clock); null while it is present. */
+  departedAtMs: number | null;
+}
+
+export interface Departure {
+  slot: number;
+  pid: number;
+  name: string;
+  atMs: number;
+}
+
+/**
+ * The rows to show after a new registry view: present peers as they are now, departed ones kept
+ * (faded, with their last figures) for DEPARTED_VISIBLE_MS, in slot order. A slot taken over by a
+ * new pid shows the new peer only.
+ */
+export function reconcileRows(previous: readonly DisplayRow[], current: readonly PeerRow[], nowMs: number): { rows: DisplayRow[]; departures: Departure[] } {
+  const present = new Set(current.map(peerIdentity));
+  const occupiedSlots = new Set(current.map((peer) => peer.slot));
+  const rows: DisplayRow[] = current.map((peer) => ({ peer, departedAtMs: null }));
+  const departures: Departure[] = [];
+  for (const row of previous) {
+    if (present.has(peerIdentity(row.peer))) continue;
+    if (occupiedSlots.has(row.peer.slot)) continue;
+    const departedAtMs = row.departedAtMs ?? nowMs;
+    if (row.departedAtMs === null) departures.push({ slot: row.peer.slot, pid: row.peer.pid, name: row.peer.name, atMs: nowMs });
+    if (nowMs - departedAtMs < DEPARTED_VISIBLE_MS) rows.push({ peer: { ...row.peer, active: false, sharePct: 0 }, departedAtMs });
+  }
+  rows.sort((a, b) => a.peer.slot - b.peer.slot);
+  return { rows, departures };
+}
+
+/** Departed rows whose notice has run its time: drop them without a new registry view. */
+export function expireRows(rows: readonly DisplayRow[], nowMs: number): DisplayRow[] {
+  return rows.filter((row) => row.departedAtMs === null || nowMs - row.departedAtMs < DEPARTED_VISIBLE_MS);
+}

@@ -1,0 +1,37 @@
+/**
+ * One colour per peer, everywhere (rows, share bar, timeline lanes, VRAM bar), from its registry
+ * slot: the slot is the only identity every view agrees on, and it is stable for a peer's life.
+ * The 16 slots (the ABI's slot count) take the 16 hues 22.5° apart, visited in steps of 7 (7 and 16
+ * share no factor, so every hue is used once): neighbouring slots land 157.5° apart and never look
+ * alike.
+ */
+
+export const SLOT_COUNT = 16;
+const HUE_STEP = 360 / SLOT_COUNT;
+const SLOT_STRIDE = 7;
+const HUE_OFFSET = 205;
+
+export interface PeerColour {
+  hue: number;
+  /** Solid: the peer's marks (dot, share, "ran" blocks). */
+  solid: string;
+  /** Light: its schedule windows and backgrounds. */
+  light: string;
+}
+
+export function slotHue(slot: number): number {
+  const index = Number.isInteger(slot) && slot >= 0 ? slot % SLOT_COUNT : 0;
+  return (HUE_OFFSET + ((index * SLOT_STRIDE) % SLOT_COUNT) * HUE_STEP) % 360;
+}
+
+export function peerColour(slot: number): PeerColour {
+  const hue = Math.round(slotHue(slot) * 10) / 10;
+  return {
+    hue,
+    solid: `hsl(${hue} 68% 47%)`,
+    light: `hsl(${hue} 68% 47% / 0.28)`,
+  };
+}
+
+/** Unmanaged external memory: grey, whatever the theme. */
+export const EXTERNAL_GREY = 'hsl(220 6% 55%)';

@@ -1,0 +1,151 @@
+/**
+ * The weight control: a log-scale slider over 0.1–10 (equal travel for ×2 anywhere on it, so 0.5
+ * → 1 feels like 1 → 2), a number field that takes the contract's full range, keyboard steps, and
+ * the throttle that keeps a drag from flooding the core while always sending the final value.
+ */
+
+export const SLIDER_MIN_WEIGHT = 0.1;
+export const SLIDER_MAX_WEIGHT = 10;
+/** The range input's integer positions: 0 … SLIDER_STEPS. */
+export const SLIDER_STEPS = 1000;
+/** What the core accepts (contract requireWeight). */
+export const WEIGHT_MIN = 0.01;
+export const WEIGHT_MAX = 100;
+
+const LOG_MIN = Math.log(SLIDER_MIN_WEIGHT);
+const LOG_SPAN = Math.log(SLIDER_MAX_WEIGHT) - LOG_MIN;
+
+/** Two significant figures: a dragged weight reads 1.3 or 0.47, not 1.2882495516931343. */
+export function roundWeight(weight: number): number {
+  return Number(weight.toPrecision(2));
+}
+
+export function positionToWeight(position: number): number {
+  const clamped = Math.min(SLIDER_STEPS, Math.max(0, Number.isFinite(position) ? position : 0));
+  return roundWeight(Math.exp(LOG_MIN + (clamped / SLIDER_STEPS) * LOG_SPAN));
+}
+
+/** Where a weight sits on the slider; weights outside 0.1–10 (set in the number field) pin to an
+ *  end. */
+export function weightToPosition(weight: number): number {
+  if (!(weight > 0)) return 0;
+  const raw = ((Math.log(weight) - LOG_MIN) / LOG_SPAN) * SLIDER_STEPS;
+  return Math.round(Math.min(SLIDER_STEPS, Math.max(0, raw)));
+}
+
+/** The values the arrow keys walk through: round numbers, about seven per decade. */
+export const WEIGHT_LADDER: readonly number[] = [0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.75, 1, 1.25, 1.5, 2, 2.5, 3, 4, 5, 6, 7.5, 10];
+
+export type WeightKey = 'ArrowUp' | 'ArrowRight' | 'ArrowDown' | 'ArrowLeft' | 'PageUp' | 'PageDown' | 'Home' | 'End';
+const WEIGHT_KEYS: readonly string[] = ['ArrowUp', 'ArrowRight', 'ArrowDown', 'ArrowLeft', 'PageUp', 'PageDown', 'Home', 'End'];
+
+export const isWeightKey = (key: string): key is WeightKey => WEIGHT_KEYS.includes(key);
+
+/**
+ * The weight after a key press: arrows move to the next ladder value (from anywhere in between,
+ * the first one strictly beyond), Page keys double or halve, Home/End go to the slider's ends.
+ * Always within 0.1–10.
+ */
+export function stepWeight(current: number, key: WeightKey): number {
+  const value = Number.isFinite(current) && current > 0 ? current : 1;
+  const clampSlider = (w: number): number => Math.min(SLIDER_MAX_WEIGHT, Math.max(SLIDER_MIN_WEIGHT, w));
+  const epsilon = 1e-9;
+  switch (key) {
+    case 'ArrowUp':
+    case 'ArrowRight':
+      return WEIGHT_LADDER.find((w) => w > value + epsilon) ?? SLIDER_MAX_WEIGHT;
+    case 'ArrowDown':
+    case 'ArrowLeft':
+      return [...WEIGHT_LADDER].reverse().find((w) => w < value - epsilon) ?? SLIDER_MIN_WEIGHT;
+    case 'PageUp':
+      return roundWeight(clampSlider(value * 2));
+    case 'PageDown':
+      return roundWeight(clampSlider(value / 2));
+    case 'Home':
+      return SLIDER_MIN_WEIGHT;
+    case 'End':
+      return SLIDER_MAX_WEIGHT;
+  }
+}
+
+export type WeightInput = { ok: true; weight: number } | { ok: false; message: string };
+
+/** The number field: anything the core accepts (0.01–100), with a message that says what to
+ *  type otherwise. */
+export function parseWeightInput(text: string): WeightInput {
+  const trimmed = text.trim().replace(',', '.');
+  if (trimmed === '') return { ok: false, message: 'type a weight from 0.01 to 100' };
+  const value = Number(trimmed);
+  if (!Number.isFinite(value)) return { ok: false, message: `"${text.trim()}" is not a number: type a weight from 0.01 to 100` };
+  if (value < WEIGHT_MIN || value > WEIGHT_MAX) return { ok: false, message: `${value} is out of range: a weight is from 0.01 to 100` };
+  return { ok: true, weight: Number(value.toPrecision(6)) };
+}
+
+/** A share a weight would get against the others' total (for the slider's hint). */
+export function shareWithWeight(weight: number, othersTotal: number): number {
+  if (!(weight > 0)) return 0;
+  return othersTotal > 0 ? weight / (weight + othersTotal) : 1;
+}
+
+export interface Timers {
+  now(): number;
+  setTimeout(callback: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+export interface Throttle<T> {
+  /** A new value: sent at once if the last send is older than the interval, else when it is. */
+  push(value: T): void;
+  /** The drag ended: send the latest value now if it has not been sent. */
+  flush(): void;
+  /** Drop anything pending (the row left). */
+  cancel(): void;
+}
+
+/**
+ * Leading and trailing throttle: the first value of a drag goes at once, at most one per interval
+ * after it, and the last value is always sent (by the trailing timer or by flush), so the core
+ * ends on what the user let go at.
+ */
+export function createThrottle<T>(send: (value: T) => void, intervalMs: number, timers: Timers): Throttle<T> {
+  let lastSentAt = Number.NEGATIVE_INFINITY;
+  let pending: { value: T } | null = null;
+  let timer: unknown = null;
+
+  const fire = (): void => {
+    timer = null;
+    if (pending === null) return;
+    const { value } = pending;
+    pending = null;
+    lastSentAt = timers.now();
+    send(value);
+  };
+
+  return {
+    push(value) {
+      pending = { value };
+      const wait = lastSentAt + intervalMs - timers.now();
+      if (wait <= 0) {
+        if (timer !== null) {
+          timers.clearTimeout(timer);
+          timer = null;
+        }
+        fire();
+      } else if (timer === null) {
+        timer = timers.setTimeout(fire, wait);
+      }
+    },
+    flush() {
+      if (timer !== null) {
+        timers.clearTimeout(timer);
+        timer = null;
+      }
+      fire();
+    },
+    cancel() {
+      if (timer !== null) timers.clearTimeout(timer);
+      timer = null;
+      pending = null;
+    },
+  };
+}
