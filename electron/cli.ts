@@ -179,9 +179,10 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
     .addOption(new Option('--port <port>', 'API port (default: the settings\' port, 7787; 0 picks a free one)').argParser(parser(wholeNumber(0, 65_535))))
     .option('--sim <file>', 'simulated telemetry from a JSON file (also $GPU_SHARE_SIM)')
     .option('--data-dir <dir>', 'settings, profiles, envelopes and the API token', defaultDataDir())
+    .addOption(new Option('--queue-limit <n>', 'gateway requests that may wait at once; more get 429').argParser(parser(wholeNumber(1, 100_000))).default(64))
     .exitOverride()
-    .action((opts: { port?: number; sim?: string; dataDir: string }) =>
-      run(async () => (await import('./core/commands/serve.js')).runServe({ port: opts.port ?? null, simFile: opts.sim, dataDir: opts.dataDir, launchers }, processIo, loadRegistryHelper())),
+    .action((opts: { port?: number; sim?: string; dataDir: string; queueLimit: number }) =>
+      run(async () => (await import('./core/commands/serve.js')).runServe({ port: opts.port ?? null, simFile: opts.sim, dataDir: opts.dataDir, launchers, queueLimit: opts.queueLimit }, processIo, loadRegistryHelper())),
     );
 
   program

@@ -246,7 +246,7 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
   const servers: Server[] = [];
   const listen = (host: string, port: number): Promise<Server | null> =>
     new Promise((resolveListen, reject) => {
-      const server = createServer(onRequest);
+      const server = createServer({ requireHostHeader: false }, onRequest); // no Host: our 403, not Node's 400
       server.headersTimeout = 20_000;
       server.requestTimeout = 0; // streams may run long
       server.once('error', (error: NodeJS.ErrnoException) => {

@@ -23,6 +23,7 @@ export interface ServeOptions {
   simFile: string | undefined;
   dataDir: string;
   launchers: CoreLaunchers;
+  queueLimit: number;
 }
 
 /** The built dashboard beside the compiled core (dist/renderer). */
@@ -36,7 +37,7 @@ export async function runServe(options: ServeOptions, io: CommandIo, helper: Reg
   const signals = stopSignals(() => io.err('gpu-share: stopping… (engines get 10 s to stop)'));
   const core = await startCore({ dataDir: options.dataDir, settings, simFile: options.simFile, helper, launchers: options.launchers, log: (line) => io.err(line) });
   try {
-    const server = await startApiServer({ core, port: options.port ?? settings.get().apiPort, staticDir: rendererDir(), log: (line) => io.err(line) });
+    const server = await startApiServer({ core, port: options.port ?? settings.get().apiPort, staticDir: rendererDir(), queueLimit: options.queueLimit, log: (line) => io.err(line) });
     io.out(`dashboard: ${server.dashboardUrl}`);
     const signal = await signals.stopped;
     io.err(`gpu-share: ${signal}: stopping the engines and the server`);
