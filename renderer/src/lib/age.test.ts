@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest';
+import { ageLevel, DEPARTED_VISIBLE_MS, expireRows, reconcileRows, rowOpacity } from './age.js';
+import { peerRow } from '../test/fixtures.js';
+
+describe('heartbeat age', () => {
+  it('turns amber past 1 s, red past 2 s, dead at 3 s', () => {
+    expect(ageLevel(0)).toBe('fresh');
+    expect(ageLevel(1000)).toBe('fresh');
+    expect(ageLevel(1001)).toBe('amber');
+    expect(ageLevel(2000)).toBe('amber');
+    expect(ageLevel(2001)).toBe('red');
+    expect(ageLevel(2999)).toBe('red');
+    expect(ageLevel(3000)).toBe('dead');
+    expect(ageLevel(Number.NaN)).toBe('dead');
+  });
+
+  it('fades a row at 3 s and a departed row', () => {
+    expect(rowOpacity(2999, false)).toBe(1);
+    expect(rowOpacity(3000, false)).toBeLessThan(1);
+    expect(rowOpacity(100, true)).toBeLessThan(1);
+  });
+});
+
+describe('reconcileRows', () => {
+  const a = peerRow({ slot: 0, pid: 10, name: 'a' });
+  const b = peerRow({ slot: 2, pid: 20, name: 'b', sharePct: 40, active: true });
+
+  it('keeps a departed peer faded for a while with a departure, then drops it', () => {
+    const first = reconcileRows([], [a, b], 1000);
+    expect(first.departures).toEqual([]);
+    const second = reconcileRows(first.rows, [a], 2000);
+    expect(second.departures).toEqual([{ slot: 2, pid: 20, name: 'b', atMs: 2000 }]);
+    expect(second.rows.map((r) => [r.peer.slot, r.departedAtMs])).toEqual([
+      [0, null],
+      [2, 2000],
+    ]);
+    // A departed peer holds no share any more.
+    expect(second.rows[1]?.peer.sharePct).toBe(0);
+    const third = reconcileRows(second.rows, [a], 3000);
+    expect(third.departures).toEqual([]);
+    expect(third.rows).toHaveLength(2);
+    expect(reconcileRows(third.rows, [a], 2000 + DEPARTED_VISIBLE_MS).rows).toHaveLength(1);
+    expect(expireRows(third.rows, 2000 + DEPARTED_VISIBLE_MS - 1)).toHaveLength(2);
+    expect(expireRows(third.rows, 2000 + DEPARTED_VISIBLE_MS)).toHaveLength(1);
+  });
+
+  it('shows only the new peer when another pid takes the slot', () => {
+    const first = reconcileRows([], [b], 0);
+    const taken = peerRow({ slot: 2, pid: 21, name: 'b2' });
+    const second = reconcileRows(first.rows, [taken], 10);
+    expect(second.rows.map((r) => r.peer.pid)).toEqual([21]);
+    expect(second.departures).toEqual([]);
+  });
+});

@@ -1,0 +1,68 @@
+import { describe, expect, it } from 'vitest';
+import { VERDICTS } from '../../../electron/core/planner/types.js';
+import { evictionLines, filterPlans, planAsked, planHeadline, reasonLines, shortFingerprint, verdictChip } from './plan-words.js';
+import { GiB, placementPlan } from '../test/fixtures.js';
+
+const names: Record<string, string> = { 'coder-1': 'coder', 'embed-1': 'embed', 'qwen-chat-1': 'qwen-chat' };
+const nameOf = (id: string): string => names[id] ?? id;
+
+describe('plan words', () => {
+  it('has a chip for every verdict', () => {
+    const labels = VERDICTS.map((v) => verdictChip(v).label);
+    expect(new Set(labels).size).toBe(VERDICTS.length);
+    expect(verdictChip('REJECT_CAPACITY')).toMatchObject({ label: 'does not fit', tone: 'bad' });
+    expect(verdictChip('ADMIT').tone).toBe('ok');
+  });
+
+  it('says a rejection with its figures and what to do', () => {
+    const plan = placementPlan({
+      verdict: 'REJECT_CAPACITY',
+      reasons: [{ code: 'INSUFFICIENT_CAPACITY', requestedBytes: 6.2 * GiB, schedulableBytes: 3.1 * GiB, freeableBytes: 0, unmanagedExternalBytes: 5 * GiB }],
+      residents: [
+        { id: 'coder-1', pid: 2, priority: 'background', busy: true, pinned: false, usedBytes: 8 * GiB },
+        { id: 'qwen-chat-1', pid: 1, priority: 'interactive', busy: true, pinned: true, usedBytes: 9 * GiB },
+      ],
+    });
+    expect(planHeadline(plan, nameOf)).toBe('REJECT_CAPACITY: needs 6.20 GiB, 3.10 GiB schedulable — stop "coder" or close the external process using 5.00 GiB');
+    expect(reasonLines(plan)).toEqual(['INSUFFICIENT_CAPACITY: needs 6.20 GiB, 3.10 GiB schedulable, 0 B freeable; 5.00 GiB used by other processes']);
+  });
+
+  it('explains a model larger than the device', () => {
+    const plan = placementPlan({ verdict: 'REJECT_CAPACITY', reasons: [{ code: 'EXCEEDS_DEVICE', requestedBytes: 30 * GiB, capacityBytes: 22.8 * GiB }] });
+    expect(planHeadline(plan, nameOf)).toBe('REJECT_CAPACITY: needs 30.00 GiB, more than this device can offer (22.80 GiB) — use a smaller model or fewer GPU layers');
+  });
+
+  it('names the engines an eviction stops', () => {
+    const plan = placementPlan({
+      verdict: 'ADMIT_AFTER_EVICTION',
+      reasons: [{ code: 'FITS_AFTER_EVICTION', requestedBytes: 4 * GiB, schedulableBytes: 1 * GiB, freeableBytes: 3.5 * GiB }],
+      evictions: [{ id: 'embed-1', pid: 5, priority: 'lab', freedBytes: 3.5 * GiB, idleForUs: 720e6 }],
+      breakdown: { ...placementPlan().breakdown, schedulableBytes: 1 * GiB },
+    });
+    expect(planHeadline(plan, nameOf)).toBe('ADMIT_AFTER_EVICTION: needs 4.00 GiB, 1.00 GiB schedulable — stops idle "embed" first, freeing 3.50 GiB');
+    expect(evictionLines(plan, nameOf)).toEqual(['stop "embed" (lab, idle 12 min, frees 3.50 GiB)']);
+    expect(reasonLines(plan)[0]).toBe('FITS_AFTER_EVICTION: needs 4.00 GiB, 1.00 GiB schedulable + 3.50 GiB freed by stopping idle engines');
+  });
+
+  it('says why a plan waits and what a policy forbids', () => {
+    const queued = placementPlan({ verdict: 'QUEUE', reasons: [{ code: 'WAIT_FOR_LEASES', requestedBytes: 4 * GiB, schedulableBytes: 2 * GiB, pendingBytes: 3 * GiB }] });
+    expect(planHeadline(queued, nameOf)).toBe('QUEUE: WAIT_FOR_LEASES: needs 4.00 GiB; 2.00 GiB schedulable now, 3.00 GiB held by loads in progress — it is planned again on the next change');
+    const lab = placementPlan({ verdict: 'REJECT_POLICY', reasons: [{ code: 'LAB_PAUSED' }] });
+    expect(planHeadline(lab, nameOf)).toMatch(/^REJECT_POLICY: lab work is paused — resume it/);
+    const health = placementPlan({ verdict: 'REJECT_HEALTH', reasons: [{ code: 'DEVICE_FAILED', health: 'FAILED' }], device: { key: 'k', name: 'n', health: 'FAILED' } });
+    expect(planHeadline(health, nameOf)).toBe('REJECT_HEALTH: the device reports FAILED — nothing is placed on it until it recovers');
+  });
+
+  it('describes the request and shortens the fingerprint', () => {
+    expect(planAsked(placementPlan())).toBe('chat · llama-server · 3.60 GiB peak (estimated) · ctx 8,192 · interactive');
+    expect(shortFingerprint('a1b2c3d4e5f6a7b8c9d0')).toBe('a1b2c3d4e5');
+    expect(shortFingerprint('abc')).toBe('abc');
+  });
+
+  it('filters the history by verdict', () => {
+    const plans = [placementPlan({ verdict: 'ADMIT' }), placementPlan({ verdict: 'QUEUE' }), placementPlan({ verdict: 'ADMIT' })];
+    expect(filterPlans(plans, 'ALL')).toHaveLength(3);
+    expect(filterPlans(plans, 'ADMIT')).toHaveLength(2);
+    expect(filterPlans(plans, 'REJECT_HEALTH')).toEqual([]);
+  });
+});

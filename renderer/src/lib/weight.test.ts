@@ -1,0 +1,155 @@
+import { describe, expect, it } from 'vitest';
+import { createThrottle, isWeightKey, parseWeightInput, positionToWeight, shareWithWeight, SLIDER_STEPS, stepWeight, weightToPosition, WEIGHT_LADDER, type Timers } from './weight.js';
+
+/** Timers stepped by hand: nothing sleeps. */
+class ManualTimers implements Timers {
+  time = 0;
+  private queue: { at: number; callback: () => void; id: number }[] = [];
+  private nextId = 1;
+  now(): number {
+    return this.time;
+  }
+  setTimeout(callback: () => void, ms: number): unknown {
+    const id = this.nextId++;
+    this.queue.push({ at: this.time + ms, callback, id });
+    return id;
+  }
+  clearTimeout(handle: unknown): void {
+    this.queue = this.queue.filter((t) => t.id !== handle);
+  }
+  advance(ms: number): void {
+    const until = this.time + ms;
+    for (;;) {
+      const due = this.queue.filter((t) => t.at <= until).sort((a, b) => a.at - b.at)[0];
+      if (due === undefined) break;
+      this.queue = this.queue.filter((t) => t !== due);
+      this.time = due.at;
+      due.callback();
+    }
+    this.time = until;
+  }
+}
+
+describe('log-scale slider', () => {
+  it('maps the ends to 0.1 and 10 and the middle to 1', () => {
+    expect(positionToWeight(0)).toBe(0.1);
+    expect(positionToWeight(SLIDER_STEPS)).toBe(10);
+    expect(positionToWeight(SLIDER_STEPS / 2)).toBe(1);
+    expect(positionToWeight(SLIDER_STEPS / 4)).toBe(0.32);
+  });
+
+  it('gives equal travel to equal ratios', () => {
+    const travel = (a: number, b: number): number => weightToPosition(b) - weightToPosition(a);
+    expect(Math.abs(travel(0.5, 1) - travel(1, 2))).toBeLessThanOrEqual(1);
+    expect(Math.abs(travel(2, 4) - travel(4, 8))).toBeLessThanOrEqual(1);
+  });
+
+  it('round-trips and pins out-of-range weights to the ends', () => {
+    for (let p = 0; p <= SLIDER_STEPS; p += 50) {
+      const w = positionToWeight(p);
+      expect(Math.abs(weightToPosition(w) - p)).toBeLessThanOrEqual(12);
+    }
+    expect(weightToPosition(0.01)).toBe(0);
+    expect(weightToPosition(100)).toBe(SLIDER_STEPS);
+    expect(weightToPosition(0)).toBe(0);
+    expect(positionToWeight(Number.NaN)).toBe(0.1);
+  });
+});
+
+describe('keyboard steps', () => {
+  it('walks the ladder with arrows from a ladder value or in between', () => {
+    expect(stepWeight(1, 'ArrowUp')).toBe(1.25);
+    expect(stepWeight(1, 'ArrowRight')).toBe(1.25);
+    expect(stepWeight(1, 'ArrowDown')).toBe(0.75);
+    expect(stepWeight(1.1, 'ArrowUp')).toBe(1.25);
+    expect(stepWeight(1.1, 'ArrowLeft')).toBe(1);
+    expect(stepWeight(10, 'ArrowUp')).toBe(10);
+    expect(stepWeight(0.1, 'ArrowDown')).toBe(0.1);
+    expect(stepWeight(50, 'ArrowDown')).toBe(10);
+    expect(stepWeight(0.02, 'ArrowUp')).toBe(0.1);
+  });
+
+  it('visits every ladder value going up and down', () => {
+    const up = [0.1];
+    while ((up[up.length - 1] ?? 10) < 10) up.push(stepWeight(up[up.length - 1] ?? 10, 'ArrowUp'));
+    expect(up).toEqual(WEIGHT_LADDER);
+    const down = [10];
+    while ((down[down.length - 1] ?? 0.1) > 0.1) down.push(stepWeight(down[down.length - 1] ?? 0.1, 'ArrowDown'));
+    expect(down).toEqual([...WEIGHT_LADDER].reverse());
+  });
+
+  it('doubles, halves and jumps to the ends', () => {
+    expect(stepWeight(1.5, 'PageUp')).toBe(3);
+    expect(stepWeight(1.5, 'PageDown')).toBe(0.75);
+    expect(stepWeight(8, 'PageUp')).toBe(10);
+    expect(stepWeight(0.15, 'PageDown')).toBe(0.1);
+    expect(stepWeight(3, 'Home')).toBe(0.1);
+    expect(stepWeight(3, 'End')).toBe(10);
+    expect(isWeightKey('ArrowUp')).toBe(true);
+    expect(isWeightKey('a')).toBe(false);
+  });
+});
+
+describe('number field', () => {
+  it('accepts the contract range and explains the rest', () => {
+    expect(parseWeightInput(' 2.5 ')).toEqual({ ok: true, weight: 2.5 });
+    expect(parseWeightInput('0,5')).toEqual({ ok: true, weight: 0.5 });
+    expect(parseWeightInput('0.01')).toEqual({ ok: true, weight: 0.01 });
+    expect(parseWeightInput('100')).toEqual({ ok: true, weight: 100 });
+    expect(parseWeightInput('0')).toMatchObject({ ok: false, message: expect.stringContaining('0.01 to 100') });
+    expect(parseWeightInput('101')).toMatchObject({ ok: false });
+    expect(parseWeightInput('abc')).toMatchObject({ ok: false, message: expect.stringContaining('not a number') });
+    expect(parseWeightInput('')).toMatchObject({ ok: false });
+  });
+
+  it('tells the share a weight would get', () => {
+    expect(shareWithWeight(2, 2)).toBe(0.5);
+    expect(shareWithWeight(1, 0)).toBe(1);
+    expect(shareWithWeight(0, 3)).toBe(0);
+  });
+});
+
+describe('throttle', () => {
+  it('sends the first value at once, at most one per interval, and always the last', () => {
+    const timers = new ManualTimers();
+    const sent: number[] = [];
+    const throttle = createThrottle<number>((v) => sent.push(v), 100, timers);
+    throttle.push(1);
+    expect(sent).toEqual([1]);
+    for (let i = 2; i <= 9; i++) {
+      timers.advance(20);
+      throttle.push(i);
+    }
+    // 160 ms of dragging: the trailing send at 100 ms took the value then (5)
+    expect(sent).toEqual([1, 5]);
+    timers.advance(100);
+    expect(sent).toEqual([1, 5, 9]);
+    timers.advance(1000);
+    expect(sent).toEqual([1, 5, 9]);
+  });
+
+  it('flush sends the pending value at once and nothing twice', () => {
+    const timers = new ManualTimers();
+    const sent: number[] = [];
+    const throttle = createThrottle<number>((v) => sent.push(v), 100, timers);
+    throttle.push(1);
+    timers.advance(10);
+    throttle.push(2);
+    throttle.flush();
+    expect(sent).toEqual([1, 2]);
+    timers.advance(500);
+    throttle.flush();
+    expect(sent).toEqual([1, 2]);
+  });
+
+  it('cancel drops the pending value', () => {
+    const timers = new ManualTimers();
+    const sent: number[] = [];
+    const throttle = createThrottle<number>((v) => sent.push(v), 100, timers);
+    throttle.push(1);
+    throttle.push(2);
+    throttle.cancel();
+    timers.advance(500);
+    expect(sent).toEqual([1]);
+  });
+});
