@@ -197,6 +197,33 @@ export class ApiError extends Error {
   }
 }
 
+export const API_ERROR_CODES: readonly ApiErrorCode[] = ['BAD_REQUEST', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'CONFLICT', 'TOO_LARGE', 'QUEUE_FULL', 'NOT_ADMITTED', 'INTERNAL'];
+
+/**
+ * An ApiError back from whatever carried it: an ApiError itself, an `{error:{code,message,…}}`
+ * body (HTTP), or the flat `{name:'ApiError',code,message,…}` object the Electron preload rejects
+ * with (contextBridge keeps only the message of an Error, so the preload rejects with plain data).
+ * null when the value is none of these.
+ */
+export function apiErrorFrom(value: unknown): ApiError | null {
+  if (value instanceof ApiError) return value;
+  if (!isRecord(value)) return null;
+  const inner = isRecord(value['error']) ? value['error'] : value['name'] === 'ApiError' ? value : null;
+  if (inner === null) return null;
+  const code = inner['code'];
+  const message = inner['message'];
+  if (typeof code !== 'string' || !(API_ERROR_CODES as readonly string[]).includes(code) || typeof message !== 'string') return null;
+  const details: Omit<ApiErrorBody['error'], 'code' | 'message'> = {};
+  if (typeof inner['field'] === 'string') details.field = inner['field'];
+  const verdict = inner['verdict'];
+  if (typeof verdict === 'string' && (VERDICT_NAMES as readonly string[]).includes(verdict)) details.verdict = verdict as Verdict;
+  const reasons = inner['reasons'];
+  if (Array.isArray(reasons) && reasons.every((reason) => typeof reason === 'string')) details.reasons = reasons;
+  return new ApiError(code as ApiErrorCode, message, details);
+}
+
+const VERDICT_NAMES: readonly Verdict[] = ['ADMIT', 'ADMIT_AFTER_EVICTION', 'QUEUE', 'REJECT_CAPACITY', 'REJECT_HEALTH', 'REJECT_POLICY'];
+
 /** Everything a dashboard can do; implemented by the core, the IPC bridge and the HTTP bridge. */
 export interface GpuShareApi {
   getState(): Promise<AppState>;
