@@ -1,0 +1,62 @@
+import { describe, expect, it } from 'vitest';
+import { spawn, execFileSync } from 'node:child_process';
+import { descendantsOf, parseProcessTable, utilityForkPlan } from '../../electron/shell/utility-fork.js';
+
+const APP = '/opt/GPU Share/gpu-share';
+const HOST = '/opt/GPU Share/resources/app.asar/dist/electron/core/engines/builtin-host.js';
+const CLI = '/opt/GPU Share/resources/app.asar/dist/electron/cli.js';
+
+describe('which engines start as utility processes', () => {
+  it('forks the built-in engine host: the script is the module, the rest its arguments', () => {
+    const plan = utilityForkPlan({ command: APP, args: [HOST, '--model', '/m/q.gguf', '--name', 'qwen-chat', '--port', '0'], env: { LLAMA_X: '1' } }, APP, { PATH: '/usr/bin', HOME: '/home/u' });
+    expect(plan).toEqual({
+      modulePath: HOST,
+      args: ['--model', '/m/q.gguf', '--name', 'qwen-chat', '--port', '0'],
+      env: { PATH: '/usr/bin', HOME: '/home/u', LLAMA_X: '1' },
+      serviceName: 'GPU Share builtin-host: qwen-chat',
+    });
+  });
+
+  it('forks `gpu-share run` with the paced command after --', () => {
+    const plan = utilityForkPlan({ command: APP, args: [CLI, 'run', '--gpu-key', 'cpu-0', '--exit-with-parent', '--', '/usr/bin/llama-server', '-m', 'x.gguf'], env: {} }, APP, {});
+    expect(plan?.modulePath).toBe(CLI);
+    expect(plan?.args).toEqual(['run', '--gpu-key', 'cpu-0', '--exit-with-parent', '--', '/usr/bin/llama-server', '-m', 'x.gguf']);
+    expect(plan?.serviceName).toBe('GPU Share cli');
+  });
+
+  it('leaves other executables, and a node without a script, to an ordinary spawn', () => {
+    expect(utilityForkPlan({ command: '/usr/bin/llamafile', args: ['-m', 'x'], env: {} }, APP, {})).toBeNull();
+    expect(utilityForkPlan({ command: APP, args: [], env: {} }, APP, {})).toBeNull();
+    expect(utilityForkPlan({ command: APP, args: ['--version'], env: {} }, APP, {})).toBeNull();
+  });
+
+  it('never passes ELECTRON_RUN_AS_NODE on, and the request wins over the environment', () => {
+    const plan = utilityForkPlan({ command: APP, args: [HOST], env: { ELECTRON_RUN_AS_NODE: '1', MODE: 'engine' } }, APP, { ELECTRON_RUN_AS_NODE: '1', MODE: 'app', GONE: undefined });
+    expect(plan?.env).toEqual({ MODE: 'engine' });
+  });
+});
+
+describe('process tree', () => {
+  it('reads ps output and finds descendants, parents first', () => {
+    const table = parseProcessTable(['    1     0', '  100     1', '  200   100', '  201   100', '  300   200', '  999     1', 'garbage', '  12 x', ''].join('\n'));
+    expect(descendantsOf(100, table)).toEqual([200, 201, 300]);
+    expect(descendantsOf(300, table)).toEqual([]);
+  });
+
+  it('ends on a cycle (a table read while pids were reused)', () => {
+    expect(descendantsOf(1, parseProcessTable('2 1\n3 2\n1 3\n'))).toEqual([2, 3]);
+  });
+
+  it.skipIf(process.platform === 'win32')('finds a real grandchild through ps', async () => {
+    const child = spawn('sh', ['-c', 'sleep 30 & echo $!; wait'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    try {
+      const grandchild = await new Promise<number>((resolve) => child.stdout.once('data', (data: Buffer) => resolve(Number(data.toString().trim()))));
+      const table = parseProcessTable(execFileSync('ps', ['-A', '-o', 'pid=,ppid='], { encoding: 'utf8' }));
+      expect(descendantsOf(process.pid, table)).toEqual(expect.arrayContaining([child.pid, grandchild]));
+      expect(descendantsOf(child.pid ?? -1, table)).toEqual([grandchild]);
+      process.kill(grandchild, 'SIGKILL');
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+});
