@@ -31,6 +31,12 @@ export interface CoreOptions {
   log?: (line: string) => void;
 }
 
+export interface GatewayView {
+  readonly depth: number;
+  readonly limit: number;
+  serving(engineId: string): boolean;
+}
+
 export interface Core extends GpuShareApi {
   /** The current state, synchronously (the tray menu is rebuilt from it). */
   snapshot(): AppState;
@@ -38,8 +44,9 @@ export interface Core extends GpuShareApi {
   readonly dataDir: string;
   /** The registry issue's `/gpu/peers` object for a device (the first device by default). */
   peersView(gpuKey?: string): GpuPeersView;
-  /** Where the gateway's queue figures in the state come from. */
-  attachGateway(stats: () => { queueDepth: number; queueLimit: number }): void;
+  /** The gateway's queue figures for the state, and which engines it is serving a request on
+   *  (those count as busy for the planner: never evicted mid-answer). */
+  attachGateway(gateway: GatewayView): void;
   /** Tell the core which port the API listens on (it is in the state for the dashboard). */
   setApiPort(port: number | null): void;
   /** Stop every engine gracefully (quit), free the registry and telemetry. */

@@ -26,7 +26,7 @@ import {
   type ProfilePatch,
   type VramView,
 } from './contract.js';
-import type { Core, CoreOptions } from './app-types.js';
+import type { Core, CoreOptions, GatewayView } from './app-types.js';
 import { launchSpecFor } from './engines/launch-spec.js';
 import { ProfileError, ProfileNotFoundError, ProfileStore } from './engines/profiles.js';
 import { spawnEngineProcess } from './engines/spawn.js';
@@ -94,7 +94,7 @@ class GpuShareCore implements Core {
   private lastPeers = new Map<string, Map<number, { name: string; pid: number; ageMs: number }>>();
   private timers: NodeJS.Timeout[] = [];
   private apiPort: number | null = null;
-  private gatewayStats: () => { queueDepth: number; queueLimit: number } = () => ({ queueDepth: 0, queueLimit: 0 });
+  private gateway: GatewayView = { depth: 0, limit: 0, serving: () => false };
   private closed = false;
   private lastRegistryProblem = new Map<string, string | null>();
 
@@ -137,6 +137,7 @@ class GpuShareCore implements Core {
         return this.sampler.latest(this.gpuKey)?.processes?.find((p) => p.pid === pid)?.usedBytes ?? null;
       },
       isActive: (engine) => this.peerOf(engine)?.record.active ?? null,
+      inUse: (id) => this.gateway.serving(id),
       onEvent: (event) => this.onSupervisorEvent(event),
     });
   }
@@ -272,8 +273,8 @@ class GpuShareCore implements Core {
     return buildPeersView(key, this.alivePeers(key), null);
   }
 
-  attachGateway(stats: () => { queueDepth: number; queueLimit: number }): void {
-    this.gatewayStats = stats;
+  attachGateway(gateway: GatewayView): void {
+    this.gateway = gateway;
   }
 
   setApiPort(port: number | null): void {
@@ -300,7 +301,7 @@ class GpuShareCore implements Core {
       profiles: this.profiles.list(),
       policy: this.policyView(),
       plans: this.history.list().slice(-50).reverse(),
-      gateway: this.gatewayStats(),
+      gateway: { queueDepth: this.gateway.depth, queueLimit: this.gateway.limit },
       api: { port: this.apiPort, dataDir: this.dataDir },
     };
   }

@@ -25,6 +25,11 @@ export class GatewayQueue {
     return this.waiting.length;
   }
 
+  /** Is a request being served on `key` now? */
+  serving(key: string): boolean {
+    return this.busy.has(key);
+  }
+
   /** Is there room for one more waiter? */
   get full(): boolean {
     return this.waiting.length >= this.limit;

@@ -89,7 +89,7 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const metrics: ApiMetrics = createApiMetrics(() => core.snapshot());
   const gateway = new Gateway(core, metrics, log, options.queueLimit);
-  core.attachGateway(() => ({ queueDepth: gateway.queue.depth, queueLimit: gateway.queue.limit }));
+  core.attachGateway(gateway.queue);
   const unsubscribeMetrics = core.subscribe((event) => metrics.onEvent(event));
   const sse = new Set<ServerResponse>();
 

@@ -110,6 +110,9 @@ export interface SupervisorDeps {
   gpuKey: string;
   /** The measured device memory of a process (per-process telemetry, or its RSS on cpu-0). */
   residentBytes(pid: number): number | null;
+  /** Is a request being served on it right now (the gateway)? Such an engine is busy for the
+   *  planner at once, before the registry's activity flag says so. */
+  inUse?(id: string): boolean;
   /** Is the engine working right now (its registry slot's `active` flag)? null = cannot tell. */
   isActive?(engine: EngineStatus): boolean | null;
   onEvent?(event: SupervisorEvent): void;
@@ -245,7 +248,7 @@ export class Supervisor {
         pid: e.status.pid,
         priority: e.status.priority,
         pinned: e.status.pinned,
-        busy: e.status.busy || e.status.state === 'loading',
+        busy: e.status.busy || e.status.state === 'loading' || (this.deps.inUse?.(e.status.id) ?? false),
         idleSinceUs: e.status.idleSinceUs,
         envelopeBytes: e.spec.peakBytes,
       }));
