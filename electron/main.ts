@@ -4,9 +4,11 @@
  * asked for. Quitting stops the engines the app started before the process ends.
  */
 import { app, dialog } from 'electron';
+import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadRegistryHelper } from '../native/helper.js';
+import { startApiServer, type ApiServer } from './core/api/server.js';
 import { startCore } from './core/app.js';
 import type { Core } from './core/app-types.js';
 import type { Verdict } from './core/contract.js';
@@ -58,8 +60,21 @@ function rendererLocation(): RendererLocation {
   return origin === null ? { kind: 'file', indexPath: join(app.getAppPath(), 'dist', 'renderer', 'index.html') } : { kind: 'origin', origin };
 }
 
-/** Quit (from the tray, the OS, a signal): once, the engines are stopped first. */
-function setupQuit(core: Core, beforeClose: () => void): void {
+/** The loopback API (the gateway, /gpu/peers, the dashboard in a browser). Without it (its port
+ *  taken, say by a `gpu-share serve`) the tray and the window still work: it is logged, not
+ *  fatal. */
+async function setupApiServer(core: Core, staticDir: string): Promise<ApiServer | null> {
+  const port = core.settings.get().apiPort;
+  try {
+    return await startApiServer({ core, port, staticDir, log });
+  } catch (error) {
+    log(`api: not listening on 127.0.0.1:${port}: ${error instanceof Error ? error.message : String(error)}; engines' gateway and /gpu/peers are off until the app restarts`);
+    return null;
+  }
+}
+
+/** Quit (from the tray, the OS, a signal): once, the API and the engines are stopped first. */
+function setupQuit(close: () => Promise<void>, beforeClose: () => void): void {
   let phase: 'running' | 'closing' | 'closed' = 'running';
   app.on('before-quit', (event) => {
     if (phase === 'closed') return;
@@ -74,7 +89,7 @@ function setupQuit(core: Core, beforeClose: () => void): void {
         resolve();
       }, QUIT_LIMIT_MS);
     });
-    const closed = core.close().catch((error: unknown) => log(`stopping the core: ${error instanceof Error ? error.message : String(error)}`));
+    const closed = close().catch((error: unknown) => log(`stopping: ${error instanceof Error ? error.message : String(error)}`));
     void Promise.race([closed, limit]).then(() => {
       clearTimeout(timer);
       phase = 'closed';
@@ -86,6 +101,7 @@ function setupQuit(core: Core, beforeClose: () => void): void {
 async function start(): Promise<void> {
   const onVisibility = setupDock();
   const dataDir = defaultDataDir();
+  mkdirSync(dataDir, { recursive: true });
   const settings = openAppSettings(dataDir);
   const core = await startCore({
     dataDir,
@@ -98,28 +114,33 @@ async function start(): Promise<void> {
     log,
   });
 
+  const api = await setupApiServer(core, join(app.getAppPath(), 'dist', 'renderer'));
   const location = rendererLocation();
-  const window = setupDashboardWindow({ location, preloadPath: join(here, 'preload.cjs'), onVisibility, log });
+  const dashboardWindow = setupDashboardWindow({ location, preloadPath: join(here, 'preload.cjs'), onVisibility, log });
   const verdicts = new Map<string, Verdict>();
   const tray = setupTray({ core, verdicts, appRoot: app.getAppPath(), openDashboard: showDashboard, quit: () => app.quit(), log });
   const launchCommand = app.isPackaged ? [process.env['APPIMAGE'] ?? process.execPath] : [process.execPath, app.getAppPath()];
   setupIpc({
     core,
-    shell: createShellExtras({ settings, dataDir, window: () => window.current(), launchCommand }),
-    trusted: { webContentsIds: () => window.webContentsIds(), location },
-    windows: () => window.webContents(),
+    shell: createShellExtras({ settings, dataDir, window: () => dashboardWindow.current(), launchCommand }),
+    trusted: { webContentsIds: () => dashboardWindow.webContentsIds(), location },
+    windows: () => dashboardWindow.webContents(),
     onPlan: (profileId, verdict) => {
       verdicts.set(profileId, verdict);
       tray.refresh();
     },
   });
-  setupQuit(core, () => {
-    window.allowClose();
+  const close = async (): Promise<void> => {
+    await api?.close();
+    await core.close();
+  };
+  setupQuit(close, () => {
+    dashboardWindow.allowClose();
     tray.destroy();
   });
 
-  dashboard = window;
-  if (showWhenReady) window.show();
+  dashboard = dashboardWindow;
+  if (showWhenReady) dashboardWindow.show();
 }
 
 if (setupSingleInstance()) {
