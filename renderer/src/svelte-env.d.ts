@@ -4,3 +4,6 @@ declare module '*.svelte' {
   const component: Component<Record<string, unknown>>;
   export default component;
 }
+
+// Stylesheets imported for their side effect; Vite bundles them.
+declare module '*.css';

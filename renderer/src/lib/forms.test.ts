@@ -1,0 +1,50 @@
+import { describe, expect, it } from 'vitest';
+import { ApiError } from '../../../electron/core/contract.js';
+import { describeError } from './errors.js';
+import { checkForm, emptyForm, nameFromPath } from './profile-form.js';
+
+describe('describeError', () => {
+  it('reads an ApiError and says what to do', () => {
+    const words = describeError('Launch', new ApiError('NOT_ADMITTED', 'does not fit'));
+    expect(words).toEqual({ code: 'NOT_ADMITTED', message: 'does not fit', text: 'Launch failed — NOT_ADMITTED: does not fit (see the plan for what is in the way)' });
+  });
+
+  it('finds the code in an IPC error message', () => {
+    const words = describeError('Set weight', new Error("Error invoking remote method 'gpu-share:setWeight': ApiError: BAD_REQUEST: weight: must be a number from 0.01 to 100"));
+    expect(words.code).toBe('BAD_REQUEST');
+    expect(words.text).toBe('Set weight failed — BAD_REQUEST: weight: must be a number from 0.01 to 100 (fix the named field and try again)');
+  });
+
+  it('keeps any other error as it is', () => {
+    expect(describeError('Stop', new Error('cannot reach GPU Share')).text).toBe('Stop failed — cannot reach GPU Share');
+    expect(describeError('Stop', 42).text).toBe('Stop failed — unknown error');
+  });
+});
+
+describe('profile form', () => {
+  const filled = { ...emptyForm(), modelPath: '/models/qwen2.5-7b.Q4_K_M.gguf', name: 'qwen' };
+
+  it('names a model after its file', () => {
+    expect(nameFromPath('/models/qwen2.5-7b.Q4_K_M.gguf')).toBe('qwen2.5-7b.Q4_K_M');
+    expect(nameFromPath('C:\\models\\phi.GGUF')).toBe('phi');
+  });
+
+  it('builds the profile input', () => {
+    expect(checkForm({ ...filled, capabilities: 'chat, code chat', weight: '2' })).toEqual({
+      ok: true,
+      input: { name: 'qwen', capabilities: ['chat', 'code'], engineKind: 'builtin', modelPath: '/models/qwen2.5-7b.Q4_K_M.gguf', contextSize: 4096, priority: 'interactive', weight: 2 },
+    });
+    const noWeight = checkForm(filled);
+    expect(noWeight.ok && 'weight' in noWeight.input).toBe(false);
+  });
+
+  it('names the field that is wrong', () => {
+    expect(checkForm(emptyForm())).toMatchObject({ ok: false, field: 'modelPath' });
+    expect(checkForm({ ...filled, name: ' ' })).toMatchObject({ ok: false, field: 'name' });
+    expect(checkForm({ ...filled, name: 'é'.repeat(24) })).toMatchObject({ ok: false, field: 'name' });
+    expect(checkForm({ ...filled, capabilities: '' })).toMatchObject({ ok: false, field: 'capabilities' });
+    expect(checkForm({ ...filled, capabilities: 'Chat' })).toMatchObject({ ok: false, field: 'capabilities' });
+    expect(checkForm({ ...filled, contextSize: '4k' })).toMatchObject({ ok: false, field: 'contextSize' });
+    expect(checkForm({ ...filled, weight: '500' })).toMatchObject({ ok: false, field: 'weight' });
+  });
+});

@@ -1,0 +1,54 @@
+/** The add-model form: its fields as typed, checked into a ProfileInput with a message per
+ *  field that says what to type. */
+import type { EngineKind, Priority, ProfileInput } from '../../../electron/core/contract.js';
+import { parseWeightInput } from './weight.js';
+
+export const FORM_ENGINE_KINDS: readonly EngineKind[] = ['builtin', 'llama-server', 'llamafile', 'opencoti-llamafile'];
+export const FORM_PRIORITIES: readonly Priority[] = ['interactive', 'background', 'lab'];
+
+export interface ProfileForm {
+  name: string;
+  modelPath: string;
+  engineKind: EngineKind;
+  capabilities: string;
+  contextSize: string;
+  priority: Priority;
+  /** Empty: the priority's default. */
+  weight: string;
+}
+
+export type FormResult = { ok: true; input: ProfileInput } | { ok: false; field: keyof ProfileForm; message: string };
+
+/** "qwen2.5-7b-instruct-q4_k_m.gguf" → "qwen2.5-7b-instruct-q4_k_m" (either slash). */
+export function nameFromPath(path: string): string {
+  const base = path.split(/[\\/]/).pop() ?? '';
+  return base.replace(/\.gguf$/i, '').slice(0, 47);
+}
+
+export function emptyForm(): ProfileForm {
+  return { name: '', modelPath: '', engineKind: 'builtin', capabilities: 'chat', contextSize: '4096', priority: 'interactive', weight: '' };
+}
+
+const utf8Length = (text: string): number => new TextEncoder().encode(text).length;
+
+export function checkForm(form: ProfileForm): FormResult {
+  const modelPath = form.modelPath.trim();
+  if (modelPath === '') return { ok: false, field: 'modelPath', message: 'choose a model file (.gguf)' };
+  const name = form.name.trim();
+  if (name === '') return { ok: false, field: 'name', message: 'give the model a name' };
+  if (utf8Length(name) > 47) return { ok: false, field: 'name', message: 'the name is at most 47 bytes (it becomes the registry name)' };
+  if (/[\u0000-\u001f\u007f]/.test(name)) return { ok: false, field: 'name', message: 'the name cannot hold control characters' };
+  const capabilities = [...new Set(form.capabilities.split(/[\s,]+/).filter((c) => c !== ''))];
+  if (capabilities.length === 0) return { ok: false, field: 'capabilities', message: 'list at least one capability, e.g. chat' };
+  const badCapability = capabilities.find((c) => !/^[a-z0-9._-]{1,32}$/.test(c));
+  if (badCapability !== undefined) return { ok: false, field: 'capabilities', message: `"${badCapability}": use a-z, 0-9, . _ - (at most 32)` };
+  const contextSize = Number(form.contextSize.trim());
+  if (!Number.isInteger(contextSize) || contextSize < 1 || contextSize > 10_000_000) return { ok: false, field: 'contextSize', message: 'the context is a whole number of tokens from 1 to 10,000,000' };
+  const input: ProfileInput = { name, capabilities, engineKind: form.engineKind, modelPath, contextSize, priority: form.priority };
+  if (form.weight.trim() !== '') {
+    const weight = parseWeightInput(form.weight);
+    if (!weight.ok) return { ok: false, field: 'weight', message: weight.message };
+    input.weight = weight.weight;
+  }
+  return { ok: true, input };
+}

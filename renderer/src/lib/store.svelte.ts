@@ -1,0 +1,137 @@
+/**
+ * The dashboard's live state: the event-folded model (app-model.ts), the connection, the chosen
+ * device, and the one way views run actions (errors become notices with their code and next
+ * step). Views read it; only this class writes it.
+ */
+import type { AppEvent, DeviceView, GpuShareApi, ModelEstimateView, ShellExtras } from '../../../electron/core/contract.js';
+import { applyEvent, dismissNotice, initialModel, tick, withNotice, type AppModel, type Notice } from './app-model.js';
+import type { Connection } from './bridge.js';
+import type { ConnectionStatus } from './connection.js';
+import { describeError } from './errors.js';
+
+const TICK_MS = 250;
+const SELECTED_DEVICE_KEY = 'gpu-share.device';
+
+export type LiveConnection = Exclude<Connection, { kind: 'no-token' }>;
+
+export class DashboardStore {
+  model: AppModel = $state.raw(initialModel());
+  connection: ConnectionStatus = $state.raw({ state: 'connecting', detail: null, retryAtMs: null });
+  selectedKey: string | null = $state(null);
+  /** Why the first state could not be read (shown instead of the views). */
+  loadError: string | null = $state(null);
+  /** Model file → the planner's estimate (file size on the cards), fetched once each. */
+  estimates: Record<string, ModelEstimateView | { error: string }> = $state.raw({});
+
+  readonly api: GpuShareApi;
+  readonly shell: ShellExtras | null;
+  readonly token: string | null;
+  readonly transport: 'ipc' | 'http';
+  private readonly connectionSource: LiveConnection;
+  private noticeCounter = 0;
+  private readonly estimating = new Set<string>();
+
+  constructor(connection: LiveConnection) {
+    this.connectionSource = connection;
+    this.api = connection.api;
+    this.shell = connection.shell;
+    this.token = connection.token;
+    this.transport = connection.kind;
+    try {
+      this.selectedKey = sessionStorage.getItem(SELECTED_DEVICE_KEY);
+    } catch {
+      this.selectedKey = null;
+    }
+  }
+
+  /** Subscribe and load; returns the teardown. */
+  start(): () => void {
+    const unsubscribe = this.api.subscribe((event) => this.apply(event));
+    let wasLive = false;
+    const stopConnection = this.connectionSource.onConnection((status) => {
+      this.connection = status;
+      // Events may have been missed while the stream was down: take a fresh state.
+      if (status.state === 'live' && !wasLive) void this.refresh();
+      wasLive = status.state === 'live';
+    });
+    const timer = setInterval(() => {
+      const next = tick(this.model, Date.now());
+      if (next !== this.model) this.model = next;
+    }, TICK_MS);
+    return () => {
+      clearInterval(timer);
+      stopConnection();
+      unsubscribe();
+    };
+  }
+
+  async refresh(): Promise<void> {
+    try {
+      const state = await this.api.getState();
+      this.apply({ type: 'state', state });
+      this.loadError = null;
+    } catch (error) {
+      const words = describeError('Reading the state', error);
+      if (this.model.state === null) this.loadError = words.text;
+      else this.notify(words.text, 'bad');
+    }
+  }
+
+  apply(event: AppEvent): void {
+    this.model = applyEvent(this.model, event, { wallMs: Date.now(), perfMs: performance.now() });
+  }
+
+  get devices(): DeviceView[] {
+    return this.model.state?.devices ?? [];
+  }
+
+  /** The chosen device, else the first. */
+  get device(): DeviceView | null {
+    const devices = this.devices;
+    return devices.find((d) => d.key === this.selectedKey) ?? devices[0] ?? null;
+  }
+
+  selectDevice(key: string): void {
+    this.selectedKey = key;
+    try {
+      sessionStorage.setItem(SELECTED_DEVICE_KEY, key);
+    } catch {
+      // Not kept across reloads then; the choice still holds for this page.
+    }
+  }
+
+  /** Engine id → its name (for plans, which carry ids only). */
+  nameOfEngine = (engineId: string): string => this.model.state?.engines.find((e) => e.id === engineId)?.name ?? engineId;
+
+  notify(text: string, tone: Notice['tone'] = 'info'): void {
+    this.noticeCounter++;
+    this.model = withNotice(this.model, { id: `local:${this.noticeCounter}`, text, tone, atMs: Date.now() });
+  }
+
+  dismiss(id: string): void {
+    this.model = dismissNotice(this.model, id);
+  }
+
+  /** Run an action; a failure becomes a notice (and null). */
+  async act<T>(what: string, action: () => Promise<T>): Promise<T | null> {
+    try {
+      return await action();
+    } catch (error) {
+      this.notify(describeError(what, error).text, 'bad');
+      return null;
+    }
+  }
+
+  estimate(modelPath: string): void {
+    if (modelPath === '' || this.estimating.has(modelPath) || this.estimates[modelPath] !== undefined) return;
+    this.estimating.add(modelPath);
+    this.api.estimateModel(modelPath).then(
+      (estimate) => {
+        this.estimates = { ...this.estimates, [modelPath]: estimate };
+      },
+      (error: unknown) => {
+        this.estimates = { ...this.estimates, [modelPath]: { error: describeError('Estimating the model', error).text } };
+      },
+    );
+  }
+}

@@ -1,0 +1,19 @@
+/** The dashboard's views, in navigation order, with their keyboard shortcuts (Alt+1…5). */
+export type ViewId = 'peers' | 'timeline' | 'models' | 'gpu' | 'settings';
+
+export const VIEWS: readonly { id: ViewId; label: string }[] = [
+  { id: 'peers', label: 'Peers' },
+  { id: 'timeline', label: 'Timeline' },
+  { id: 'models', label: 'Models' },
+  { id: 'gpu', label: 'GPU' },
+  { id: 'settings', label: 'Settings' },
+];
+
+export const isViewId = (value: string | null): value is ViewId => VIEWS.some((view) => view.id === value);
+
+/** Alt+digit → view; null for any other key. */
+export function viewForShortcut(event: Pick<KeyboardEvent, 'altKey' | 'ctrlKey' | 'metaKey' | 'key'>): ViewId | null {
+  if (!event.altKey || event.ctrlKey || event.metaKey) return null;
+  const index = Number(event.key) - 1;
+  return Number.isInteger(index) ? (VIEWS[index]?.id ?? null) : null;
+}
