@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { existsSync } from 'node:fs';
 import { TRAY_ICON_STATES, trayIconFile, trayIconState, trayTooltip } from '../../electron/shell/tray-icon.js';
 import { device, peer, sketchState } from './shell-state.js';
 
@@ -22,6 +23,15 @@ describe('tray icon', () => {
     expect(trayIconFile('pressure-high', 'win32')).toBe('resources/tray/tray-pressure-high.ico');
     expect(trayIconFile('pacing', 'linux')).toBe('resources/tray/tray-pacing.png');
     expect(new Set(TRAY_ICON_STATES.map((state) => trayIconFile(state, 'linux'))).size).toBe(5);
+  });
+
+  it('names files that exist in resources/tray for every state and platform', () => {
+    for (const platform of ['darwin', 'win32', 'linux'] as const) {
+      for (const state of TRAY_ICON_STATES) {
+        const file = trayIconFile(state, platform);
+        expect(existsSync(new URL(`../../${file}`, import.meta.url)), file).toBe(true);
+      }
+    }
   });
 
   it('has a tooltip line per device', () => {
