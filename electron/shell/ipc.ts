@@ -23,7 +23,8 @@ function senderFacts(event: IpcMainInvokeEvent): SenderFacts {
   return {
     webContentsId: event.sender.id,
     frameUrl: frame === null ? null : frame.url,
-    isMainFrame: frame !== null && frame === event.sender.mainFrame,
+    // The top frame has no parent (frame objects are compared by what they are, not identity).
+    isMainFrame: frame !== null && frame.parent === null,
   };
 }
 
