@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Builds the registry helper (gpushare.c) into build/native/<platform>-<arch>/ with the platform's
 // C compiler. `--target win32-x64` cross-builds the Windows DLL with mingw-w64 (to prove it
-// compiles on a Linux machine). CC overrides the compiler.
+// compiles on a Linux machine); on a Mac, `--target darwin-x64` / `darwin-arm64` builds either
+// architecture. CC overrides the compiler.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -32,6 +33,8 @@ function compilerFor(target) {
   }
   if (target === 'win32-x64') return { cc: 'x86_64-w64-mingw32-gcc', msvc: false };
   if (target === 'linux-arm64') return { cc: 'aarch64-linux-gnu-gcc', msvc: false };
+  // Apple's clang builds either Mac architecture (-arch, below) on either kind of Mac.
+  if (target.startsWith('darwin-') && process.platform === 'darwin') return { cc: 'cc', msvc: false };
   console.error(`build: no cross compiler known for ${target} on ${host}; set CC`);
   process.exit(2);
 }

@@ -1,0 +1,1 @@
+export function declaredExports(header: string): string[];
