@@ -174,6 +174,9 @@ export type ApiErrorCode =
   | 'QUEUE_FULL'
   /** The planner did not admit the model: the error carries the plan's verdict and reasons. */
   | 'NOT_ADMITTED'
+  /** The engine stopped while serving the request (stopped or killed by the user, or crashed):
+   *  send the request again; the gateway loads an engine anew if needed. */
+  | 'ENGINE_GONE'
   /** A bug or an unexpected failure on our side: report it. */
   | 'INTERNAL';
 
@@ -197,7 +200,7 @@ export class ApiError extends Error {
   }
 }
 
-export const API_ERROR_CODES: readonly ApiErrorCode[] = ['BAD_REQUEST', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'CONFLICT', 'TOO_LARGE', 'QUEUE_FULL', 'NOT_ADMITTED', 'INTERNAL'];
+export const API_ERROR_CODES: readonly ApiErrorCode[] = ['BAD_REQUEST', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'CONFLICT', 'TOO_LARGE', 'QUEUE_FULL', 'NOT_ADMITTED', 'ENGINE_GONE', 'INTERNAL'];
 
 /**
  * An ApiError back from whatever carried it: an ApiError itself, an `{error:{code,message,…}}`

@@ -12,7 +12,7 @@ import { explainReason } from '../planner/describe.js';
 import type { Priority } from '../planner/policy.js';
 import type { PlacementPlan } from '../planner/types.js';
 import { GatewayQueue } from './gateway-queue.js';
-import { sendError, sendJson } from './http.js';
+import { sendError } from './http.js';
 import type { ApiMetrics } from './metrics.js';
 
 export const MAX_TOKENS_LIMIT = 131_072;
@@ -77,6 +77,8 @@ export function parseCompletionRequest(path: CompletionPath, value: unknown, cap
   return { capability: model, stream: stream === true, shape: `${shape} sha256=${hash}`, body };
 }
 
+type ForwardOutcome = 'ok' | 'not-reached' | 'cut';
+
 export class Gateway {
   readonly queue: GatewayQueue;
   private readonly launching = new Map<string, Promise<EngineView>>();
@@ -119,43 +121,54 @@ export class Gateway {
     };
     res.on('close', onGone);
     const started = Date.now();
-    let engine: EngineView;
-    try {
-      engine = await this.engineFor(request.capability, () => gone);
-    } catch (error) {
+    // An engine stopped between our choosing it and our request reaching it: choose (or load)
+    // again, once; nothing has been sent to the client yet.
+    for (let attempt = 1; ; attempt++) {
+      let engine: EngineView;
+      try {
+        engine = await this.engineFor(request.capability, () => gone);
+      } catch (error) {
+        if (gone) {
+          this.metrics.countRequest('client_gone');
+          return;
+        }
+        this.metrics.countRequest(error instanceof ApiError && error.code === 'NOT_ADMITTED' ? 'rejected' : 'upstream_error');
+        throw error;
+      }
       if (gone) {
         this.metrics.countRequest('client_gone');
         return;
       }
-      this.metrics.countRequest(error instanceof ApiError && error.code === 'NOT_ADMITTED' ? 'rejected' : 'upstream_error');
-      throw error;
-    }
-    if (gone) {
-      this.metrics.countRequest('client_gone');
+      // Wait for our turn on this engine.
+      let granted: () => void = () => undefined;
+      const turn = new Promise<void>((resolve) => (granted = resolve));
+      const place = this.queue.enter(engine.id, priority, () => granted());
+      const leaveIfGone = (): void => {
+        place.leave();
+        granted();
+      };
+      res.on('close', leaveIfGone);
+      await turn;
+      res.off('close', leaveIfGone);
+      if (gone) {
+        this.queue.release(engine.id);
+        this.metrics.countRequest('client_gone');
+        return;
+      }
+      this.log(`gateway: ${path} ${request.capability} ${request.shape} priority=${priority} → ${engine.id} (queue position ${place.position}, waited ${Date.now() - started} ms)`);
+      let outcome: ForwardOutcome;
+      try {
+        outcome = await this.forward(req, res, engine, path, request, place.position);
+      } finally {
+        this.queue.release(engine.id);
+      }
+      if (outcome === 'not-reached' && attempt < 2 && !gone) continue;
+      if (outcome === 'not-reached') {
+        this.metrics.countRequest('upstream_error');
+        throw new ApiError('ENGINE_GONE', `engine ${engine.id} stopped before it could answer; send the request again`);
+      }
+      this.metrics.countRequest(gone ? 'client_gone' : outcome === 'ok' ? 'ok' : 'upstream_error');
       return;
-    }
-    // Wait for our turn on this engine.
-    let granted: () => void = () => undefined;
-    const turn = new Promise<void>((resolve) => (granted = resolve));
-    const place = this.queue.enter(engine.id, priority, () => granted());
-    const leaveIfGone = (): void => {
-      place.leave();
-      granted();
-    };
-    res.on('close', leaveIfGone);
-    await turn;
-    res.off('close', leaveIfGone);
-    if (gone) {
-      this.queue.release(engine.id);
-      this.metrics.countRequest('client_gone');
-      return;
-    }
-    this.log(`gateway: ${path} ${request.capability} ${request.shape} priority=${priority} → ${engine.id} (queue position ${place.position}, waited ${Date.now() - started} ms)`);
-    try {
-      await this.forward(req, res, engine, path, request, place.position);
-      this.metrics.countRequest(gone ? 'client_gone' : 'ok');
-    } finally {
-      this.queue.release(engine.id);
     }
   }
 
@@ -229,10 +242,23 @@ export class Gateway {
     });
   }
 
-  /** Pass the request to the engine and its answer back, chunk by chunk as it comes. */
-  private forward(req: IncomingMessage, res: ServerResponse, engine: EngineView, path: CompletionPath, request: CompletionRequest, position: number): Promise<void> {
+  /**
+   * Pass the request to the engine and its answer back, chunk by chunk as it comes. 'not-reached':
+   * the engine could not be reached and nothing was sent (the caller may try another); 'cut': the
+   * engine went away mid-answer (a stream gets a final error event naming ENGINE_GONE).
+   */
+  private forward(req: IncomingMessage, res: ServerResponse, engine: EngineView, path: CompletionPath, request: CompletionRequest, position: number): Promise<ForwardOutcome> {
     const payload = JSON.stringify({ ...request.body, model: engine.profileId });
-    return new Promise<void>((resolve) => {
+    return new Promise<ForwardOutcome>((resolve) => {
+      const cut = (): void => {
+        if (!res.writableEnded && res.getHeader('content-type')?.toString().startsWith('text/event-stream') === true) {
+          const error = new ApiError('ENGINE_GONE', `engine ${engine.id} stopped while answering; send the request again`);
+          res.end(`data: ${JSON.stringify(error.toBody())}\n\n`);
+        } else {
+          res.destroy();
+        }
+        resolve('cut');
+      };
       const upstream = httpRequest(
         { host: '127.0.0.1', port: engine.port ?? 0, path, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), accept: req.headers.accept ?? '*/*' } },
         (answer) => {
@@ -243,24 +269,23 @@ export class Gateway {
           res.flushHeaders();
           answer.on('data', (chunk: Buffer) => res.write(chunk));
           answer.on('end', () => {
+            // An engine killed mid-answer ends its side without finishing the response.
+            if (!answer.complete) return cut();
             res.end();
-            resolve();
+            resolve('ok');
           });
-          answer.on('error', () => {
-            res.destroy();
-            resolve();
-          });
+          answer.on('error', cut);
+          answer.on('aborted', cut);
         },
       );
       // A client that goes away frees the engine: the upstream request is aborted.
       res.on('close', () => {
         upstream.destroy();
-        resolve();
+        resolve('ok');
       });
-      upstream.on('error', (error) => {
-        if (!res.headersSent) sendJson(res, 502, new ApiError('INTERNAL', `engine ${engine.id} did not answer: ${error.message}`).toBody());
-        else res.destroy();
-        resolve();
+      upstream.on('error', () => {
+        if (!res.headersSent) resolve('not-reached');
+        else cut();
       });
       upstream.end(payload);
     });

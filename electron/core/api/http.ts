@@ -18,6 +18,7 @@ export const STATUS_OF: Readonly<Record<ApiErrorCode, number>> = {
   TOO_LARGE: 413,
   QUEUE_FULL: 429,
   NOT_ADMITTED: 503,
+  ENGINE_GONE: 503,
   INTERNAL: 500,
 };
 
