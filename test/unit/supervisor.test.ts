@@ -2,7 +2,7 @@
  *  host protocol, idle unload (never pinned), restart with backoff, what it signals. */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { FakeClock } from '../../electron/core/clock.js';
-import { Supervisor, type LaunchSpec, type SpawnRequest, type SpawnedProcess, type SupervisorEvent } from '../../electron/core/engines/supervisor.js';
+import { Supervisor, type LaunchSpec, type SpawnRequest, type SpawnedProcess, type SupervisorDeps, type SupervisorEvent } from '../../electron/core/engines/supervisor.js';
 import { LeaseBook } from '../../electron/core/planner/leases.js';
 import { GiB, POLICY_M10_V1 } from '../../electron/core/planner/policy.js';
 import { DEFAULT_CONTROLS } from '../../electron/core/planner/snapshot.js';
@@ -42,7 +42,7 @@ class RecordedProcess implements SpawnedProcess {
   }
 }
 
-function setup(): { supervisor: Supervisor; clock: FakeClock; spawned: RecordedProcess[]; events: SupervisorEvent[]; active: Map<string, boolean> } {
+function setup(extra: Partial<SupervisorDeps> = {}): { supervisor: Supervisor; clock: FakeClock; spawned: RecordedProcess[]; events: SupervisorEvent[]; active: Map<string, boolean> } {
   const clock = new FakeClock();
   const spawned: RecordedProcess[] = [];
   const events: SupervisorEvent[] = [];
@@ -63,6 +63,7 @@ function setup(): { supervisor: Supervisor; clock: FakeClock; spawned: RecordedP
     residentBytes: () => 2 * GiB,
     isActive: (engine) => active.get(engine.id) ?? false,
     onEvent: (event) => events.push(event),
+    ...extra,
   });
   return { supervisor, clock, spawned, events, active };
 }
@@ -87,6 +88,34 @@ describe('supervisor (recorded processes)', () => {
     const progress = events.flatMap((e) => (e.kind === 'progress' ? [e.pct] : []));
     expect(progress).toEqual([0, 40, 40, 100]); // never goes backwards
     expect(supervisor.residents()).toHaveLength(1);
+  });
+
+  it('sends a new weight to the engine as a control line, refuses it once stopped', async () => {
+    const { supervisor, spawned } = setup();
+    const launching = supervisor.launch(spec({ weight: 3 }));
+    await Promise.resolve();
+    spawned[0]?.say('stdout', JSON.stringify({ event: 'ready', port: 1, slot: 0 }));
+    const id = (await launching).engine?.id ?? '';
+    supervisor.setWeight(id, 1.5);
+    expect(spawned[0]?.sent).toEqual(['{"cmd":"weight","weight":1.5}']);
+    expect(supervisor.weightOf(id)).toBe(1.5);
+    const stopping = supervisor.stop(id);
+    spawned[0]?.exit(0);
+    await stopping;
+    expect(() => supervisor.setWeight(id, 2)).toThrow(/stopped/);
+    expect(() => supervisor.setWeight('nobody-9', 2)).toThrow(/no engine nobody-9/);
+  });
+
+  it('counts an engine the gateway is serving on as busy at once (never evicted mid-answer)', async () => {
+    const inUse = new Set<string>();
+    const { supervisor, spawned } = setup({ inUse: (id) => inUse.has(id) });
+    const launching = supervisor.launch(spec());
+    await Promise.resolve();
+    spawned[0]?.say('stdout', JSON.stringify({ event: 'ready', port: 1, slot: 0 }));
+    const id = (await launching).engine?.id ?? '';
+    expect(supervisor.residents()[0]?.busy).toBe(false);
+    inUse.add(id);
+    expect(supervisor.residents()[0]?.busy).toBe(true);
   });
 
   it('unloads an engine idle for its minutes, never a pinned one', async () => {

@@ -31,6 +31,7 @@ import { checkGpuKey, checkName, checkWeight, parseWholeNumber } from '../regist
 import { formatHostEvent, type HostEvent, type HostLogLevel } from './host-protocol.js';
 import { joinAsPacedPeer } from '../pacer/paced-peer.js';
 import { readControlLines } from './control-protocol.js';
+import { stdinIsPipe } from '../parent-watch.js';
 
 // ---------------------------------------------------------------------------------------------
 // Flags
@@ -1011,14 +1012,17 @@ async function main(argv: readonly string[]): Promise<void> {
   setInterval(() => {
     if (process.ppid !== parentPid) stop(`parent ${parentPid} went away`, 0);
   }, 500);
+  // The supervisor's commands (a new weight from the slider): on the lifeline pipe, or as messages
+  // when we run as an Electron utility process.
+  if (stdinIsPipe() || 'parentPort' in process) {
+    void readControlLines(process.stdin, (command) => {
+      setWeight?.(command.weight);
+      log('info', `weight set to ${command.weight}`);
+    });
+  }
   try {
     const stdin = fstatSync(0);
     if (stdin.isFIFO() || stdin.isSocket()) {
-      // The supervisor's commands (a new weight from the slider) arrive on the same pipe.
-      void readControlLines(process.stdin, (command) => {
-        setWeight?.(command.weight);
-        log('info', `weight set to ${command.weight}`);
-      });
       process.stdin.on('end', () => stop('stdin closed (parent went away)', 0));
       process.stdin.on('error', () => stop('stdin failed (parent went away)', 0));
       process.stdin.resume();

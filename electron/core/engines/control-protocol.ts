@@ -30,11 +30,23 @@ export function parseControlLine(line: string): ControlCommand | null {
   return { cmd: 'weight', weight };
 }
 
-/** Calls `onCommand` for each control line on this process's stdin (when it is a pipe). */
+/** An Electron utility process's channel to its parent (absent under plain Node). */
+interface ParentPort {
+  on(event: 'message', listener: (message: { data: unknown }) => void): void;
+}
+
+/**
+ * Calls `onCommand` for each control line from the supervisor: on stdin when it is a pipe (a
+ * child process), or as messages on `process.parentPort` (an Electron utility process, whose stdin
+ * cannot be a pipe).
+ */
 export async function readControlLines(input: NodeJS.ReadableStream, onCommand: (command: ControlCommand) => void): Promise<void> {
-  const { createInterface } = await import('node:readline');
-  createInterface({ input, crlfDelay: Infinity }).on('line', (line) => {
-    const command = parseControlLine(line);
+  const take = (line: unknown): void => {
+    const command = typeof line === 'string' ? parseControlLine(line.trim()) : null;
     if (command !== null) onCommand(command);
-  });
+  };
+  const parentPort = (process as NodeJS.Process & { parentPort?: ParentPort }).parentPort;
+  parentPort?.on('message', (message) => take(message.data));
+  const { createInterface } = await import('node:readline');
+  createInterface({ input, crlfDelay: Infinity }).on('line', take);
 }

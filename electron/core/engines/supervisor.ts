@@ -482,6 +482,8 @@ export class Supervisor {
 
   private becomeRunning(engine: Engine): void {
     if (engine.status.state !== 'loading') return;
+    // Some spawners (Electron's utility processes) learn the pid only once the process started.
+    if (engine.process.pid > 0) engine.status.pid = engine.process.pid;
     engine.status.state = 'running';
     engine.status.progressPct = 100;
     const now = this.deps.clock.wallUs();
