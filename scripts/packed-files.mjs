@@ -7,7 +7,7 @@
 //
 //   node scripts/packed-files.mjs                 # every target: files and sizes
 //   node scripts/packed-files.mjs linux-x64 --list  # one target, every file
-import { readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve, sep } from 'node:path';
@@ -36,20 +36,13 @@ export function loadBuilderConfig(projectDir = projectRoot) {
   return yaml.load(readFileSync(join(projectDir, 'electron-builder.yml'), 'utf8'));
 }
 
-/**
- * Every file of the package for `target` (e.g. 'linux-x64'), with where it ends up relative to
- * the app's resources folder: `app.asar/<path>` (inside the archive), `app.asar.unpacked/<path>`
- * (beside it, for native code) or an extra resource such as `native/linux-x64/libgpushare.so`.
- * @returns {Promise<{ target: string, files: Array<{ source: string, dest: string, where: 'asar' | 'unpacked' | 'resources', size: number }>, nodeModules: { considered: number, packed: number } }>}
- */
-export async function packedFiles(target, { projectDir = projectRoot, config = loadBuilderConfig(projectDir) } = {}) {
+/** What electron-builder's PlatformPackager knows about a target that the file rules depend on. */
+function targetContext(target, projectDir, config) {
   const [platformName, archName] = target.split('-');
   const platform = PLATFORMS[platformName];
   if (platform === undefined || Arch[archName] === undefined) throw new Error(`unknown target ${target}`);
-  const arch = Arch[archName];
   const packageJson = JSON.parse(readFileSync(join(projectDir, 'package.json'), 'utf8'));
   const platformOptions = config[platform.buildConfigurationKey] ?? {};
-
   const appInfo = {
     name: packageJson.name,
     version: packageJson.version,
@@ -59,7 +52,34 @@ export async function packedFiles(target, { projectDir = projectRoot, config = l
   };
   // As PlatformPackager.createGetFileMatchersOptions expands patterns for a target.
   const macroExpander = (pattern) => expandMacro(pattern, archName, appInfo, { os: platform.buildConfigurationKey, '/*': '{,/**/*}' });
+  // A stand-in for the unpacked app's resources folder: only its paths are used, nothing is written.
+  const resourcesDir = join(tmpdir(), 'gpu-share-packed-files', target, 'resources');
+  const outDir = resolve(projectDir, config.directories?.output ?? 'dist');
+  const options = { macroExpander, customBuildOptions: platformOptions, globalOutDir: outDir, defaultSrc: projectDir };
+  return { platform, platformOptions, packageJson, macroExpander, resourcesDir, options };
+}
 
+/**
+ * The extraResources rules for `target` as electron-builder expands them: the source folder
+ * (relative to the project), the destination (relative to the resources folder) and the filter.
+ */
+export function extraResourceRules(target, { projectDir = projectRoot, config = loadBuilderConfig(projectDir) } = {}) {
+  const { resourcesDir, options } = targetContext(target, projectDir, config);
+  return (getFileMatchers(config, 'extraResources', resourcesDir, options) ?? []).map((m) => ({
+    from: toPosix(relative(projectDir, m.from)),
+    to: toPosix(relative(resourcesDir, m.to)),
+    filter: [...m.patterns],
+  }));
+}
+
+/**
+ * Every file of the package for `target` (e.g. 'linux-x64'), with where it ends up relative to
+ * the app's resources folder: `app.asar/<path>` (inside the archive), `app.asar.unpacked/<path>`
+ * (beside it, for native code) or an extra resource such as `native/linux-x64/libgpushare.so`.
+ * @returns {Promise<{ target: string, files: Array<{ source: string, dest: string, where: 'asar' | 'unpacked' | 'resources', size: number }>, nodeModules: { considered: number, packed: number } }>}
+ */
+export async function packedFiles(target, { projectDir = projectRoot, config = loadBuilderConfig(projectDir) } = {}) {
+  const { platform, platformOptions, packageJson, macroExpander, resourcesDir, options } = targetContext(target, projectDir, config);
   const tempDirManager = new TmpDir('gpu-share-packed-files');
   const pmEnv = await determinePackageManagerEnv({ projectDir, appDir: projectDir, workspaceRoot: undefined }).value;
   const workspaceRoot = (await pmEnv.workspaceRoot) || projectDir;
@@ -81,11 +101,8 @@ export async function packedFiles(target, { projectDir = projectRoot, config = l
   };
   const platformPackager = { info, config, platform, platformSpecificBuildOptions: platformOptions };
 
-  // A stand-in for the unpacked app: only its paths are used, nothing is written there.
-  const resourcesDir = join(tmpdir(), 'gpu-share-packed-files', target, 'resources');
   const appDest = join(resourcesDir, 'app');
-  const outDir = resolve(projectDir, config.directories?.output ?? 'dist');
-  const options = { macroExpander, customBuildOptions: platformOptions, globalOutDir: outDir, defaultSrc: projectDir };
+  const outDir = options.globalOutDir;
 
   try {
     // Extra resources are excluded from the app itself (PlatformPackager.doPack).
@@ -162,7 +179,6 @@ function toPosix(p) {
 function countFiles(dir) {
   let n = 0;
   const stack = [dir];
-  const { readdirSync } = require('node:fs');
   while (stack.length > 0) {
     const d = stack.pop();
     for (const entry of readdirSync(d, { withFileTypes: true })) {
