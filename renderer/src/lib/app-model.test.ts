@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { applyEvent, dismissNotice, initialModel, LOG_LINES_KEPT, NOTICE_MS, tick, withNotice, type AppModel } from './app-model.js';
+import { applyEvent, dismissNotice, initialModel, LOG_LINES_KEPT, NOTICE_MS, OVERSHOOTS_KEPT, tick, withNotice, type AppModel } from './app-model.js';
 import { DEPARTED_VISIBLE_MS } from './age.js';
 import { appState, deviceView, engineView, peerRow, placementPlan } from '../test/fixtures.js';
 
@@ -61,6 +61,17 @@ describe('applyEvent', () => {
     expect(model.state?.engines.map((e) => e.id)).toEqual(['qwen-chat-1', 'new-1']);
     model = applyEvent(model, { type: 'state', state: appState({ engines: [] }) }, at(4));
     expect(model.progress).toEqual({});
+  });
+
+  it('keeps the last overshoots per live engine', () => {
+    let model = applyEvent(initialModel(), { type: 'state', state: appState() }, at(0));
+    model = applyEvent(model, { type: 'pacer', engineId: 'qwen-chat-1', overshootsUs: [120, 80] }, at(1));
+    model = applyEvent(model, { type: 'pacer', engineId: 'qwen-chat-1', overshootsUs: [Number.NaN, 300] }, at(2));
+    expect(model.overshoots['qwen-chat-1']).toEqual([120, 80, 300]);
+    model = applyEvent(model, { type: 'pacer', engineId: 'qwen-chat-1', overshootsUs: Array.from({ length: 100 }, (_, i) => i) }, at(3));
+    expect(model.overshoots['qwen-chat-1']).toHaveLength(OVERSHOOTS_KEPT);
+    model = applyEvent(model, { type: 'state', state: appState({ engines: [] }) }, at(4));
+    expect(model.overshoots).toEqual({});
   });
 
   it('adds plan events newest first without duplicates; a state replaces the list', () => {

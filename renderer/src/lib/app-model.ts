@@ -12,6 +12,8 @@ import { TIMELINE_SPAN_US } from './timeline-model.js';
 export const LOG_LINES_KEPT = 200;
 export const PLANS_KEPT = 500;
 export const NOTICE_MS = 8000;
+/** Window overshoots kept per engine (the timeline's hover summarises them). */
+export const OVERSHOOTS_KEPT = 64;
 /** History kept per device: the timeline's span plus a margin for the clock estimate. */
 export const HISTORY_US = TIMELINE_SPAN_US + 2_000_000;
 
@@ -33,12 +35,14 @@ export interface AppModel {
   rows: Record<string, DisplayRow[]>;
   logs: Record<string, LogLine[]>;
   progress: Record<string, number>;
+  /** Engine id → its last window overshoots, µs past the window's end, oldest first. */
+  overshoots: Record<string, number[]>;
   plans: PlacementPlan[];
   notices: Notice[];
 }
 
 export function initialModel(): AppModel {
-  return { state: null, history: {}, rows: {}, logs: {}, progress: {}, plans: [], notices: [] };
+  return { state: null, history: {}, rows: {}, logs: {}, progress: {}, overshoots: {}, plans: [], notices: [] };
 }
 
 /** The two clocks an event is stamped with: wall ms (notices, departures) and performance ms
@@ -96,7 +100,9 @@ function foldState(model: AppModel, state: AppState, stamp: Stamp): AppModel {
   for (const engine of state.engines) logs[engine.id] = model.logs[engine.id] ?? engine.logTail.map((line) => ({ stream: 'stdout' as const, line }));
   const progress: Record<string, number> = {};
   for (const [id, pct] of Object.entries(model.progress)) if (live.has(id)) progress[id] = pct;
-  return { ...model, state, history, rows, logs, progress, plans: state.plans.slice(0, PLANS_KEPT), notices };
+  const overshoots: Record<string, number[]> = {};
+  for (const [id, values] of Object.entries(model.overshoots)) if (live.has(id)) overshoots[id] = values;
+  return { ...model, state, history, rows, logs, progress, overshoots, plans: state.plans.slice(0, PLANS_KEPT), notices };
 }
 
 export function applyEvent(model: AppModel, event: AppEvent, stamp: Stamp): AppModel {
@@ -117,6 +123,12 @@ export function applyEvent(model: AppModel, event: AppEvent, stamp: Stamp): AppM
     case 'plan': {
       const duplicate = model.plans.some((p) => p.fingerprint === event.plan.fingerprint && p.plannedAtUs === event.plan.plannedAtUs);
       return duplicate ? model : { ...model, plans: [event.plan, ...model.plans].slice(0, PLANS_KEPT) };
+    }
+    case 'pacer': {
+      const values = event.overshootsUs.filter((us) => Number.isFinite(us) && us >= 0);
+      if (values.length === 0) return model;
+      const kept = [...(model.overshoots[event.engineId] ?? []), ...values].slice(-OVERSHOOTS_KEPT);
+      return { ...model, overshoots: { ...model.overshoots, [event.engineId]: kept } };
     }
     case 'aged-out':
       return {

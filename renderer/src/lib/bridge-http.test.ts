@@ -6,7 +6,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ApiError, HTTP_ROUTES, type AppEvent } from '../../../electron/core/contract.js';
-import { apiErrorFrom, HttpBridge, routePath } from './bridge-http.js';
+import { errorFromResponse, HttpBridge, routePath } from './bridge-http.js';
 import type { ConnectionStatus } from './connection.js';
 import { appState, engineView, placementPlan } from '../test/fixtures.js';
 
@@ -161,8 +161,9 @@ describe('HttpBridge requests', () => {
       res.end('no token');
     };
     await expect(bridge().getState()).rejects.toMatchObject({ name: 'ApiError', code: 'UNAUTHORIZED', message: 'HTTP 401: no token' });
-    expect(apiErrorFrom(500, '').code).toBe('INTERNAL');
-    expect(apiErrorFrom(404, '{"error":{"code":"NOPE","message":"x"}}').code).toBe('NOT_FOUND');
+    expect(errorFromResponse(500, '').code).toBe('INTERNAL');
+    expect(errorFromResponse(404, '{"error":{"code":"NOPE","message":"x"}}').code).toBe('NOT_FOUND');
+    expect(errorFromResponse(502, '{"error":{"code":"ENGINE_GONE","message":"stopped mid-answer"}}').code).toBe('ENGINE_GONE');
   });
 
   it('says where it could not connect', async () => {

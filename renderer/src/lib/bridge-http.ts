@@ -7,9 +7,9 @@
  */
 import {
   ApiError,
+  apiErrorFrom,
   HTTP_EVENTS_PATH,
   HTTP_ROUTES,
-  type ApiErrorBody,
   type ApiErrorCode,
   type ApiMethod,
   type AppEvent,
@@ -30,16 +30,12 @@ import {
 import { backoffDelayMs, DEFAULT_BACKOFF, type Backoff, type ConnectionStatus } from './connection.js';
 import { decodeAppEvent, SseParser } from './sse.js';
 
-const ERROR_CODES: readonly ApiErrorCode[] = ['BAD_REQUEST', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'CONFLICT', 'TOO_LARGE', 'QUEUE_FULL', 'NOT_ADMITTED', 'INTERNAL'];
-
 /** A route's path with its `:id` filled (percent-encoded). */
 export function routePath(route: HttpRoute, id?: string): string {
   if (!route.path.includes(':id')) return route.path;
   if (id === undefined || id === '') throw new ApiError('BAD_REQUEST', `${route.method} ${route.path} needs an id`, { field: 'id' });
   return route.path.replace(':id', encodeURIComponent(id));
 }
-
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 function codeForStatus(status: number): ApiErrorCode {
   switch (status) {
@@ -63,23 +59,17 @@ function codeForStatus(status: number): ApiErrorCode {
   }
 }
 
-/** An error response as the ApiError the server meant; a body that is not the contract's shape
- *  still gives a code from the status. */
-export function apiErrorFrom(status: number, bodyText: string): ApiError {
+/** An error response as the ApiError the server meant (the contract's `{error:{…}}` body); a
+ *  body of another shape still gives a code from the status. */
+export function errorFromResponse(status: number, bodyText: string): ApiError {
   let body: unknown = null;
   try {
     body = bodyText === '' ? null : JSON.parse(bodyText);
   } catch {
     body = null;
   }
-  const error = isRecord(body) ? body['error'] : undefined;
-  if (isRecord(error) && typeof error['code'] === 'string' && (ERROR_CODES as readonly string[]).includes(error['code']) && typeof error['message'] === 'string') {
-    const details: Omit<ApiErrorBody['error'], 'code' | 'message'> = {};
-    if (typeof error['field'] === 'string') details.field = error['field'];
-    if (typeof error['verdict'] === 'string') details.verdict = error['verdict'] as NonNullable<ApiErrorBody['error']['verdict']>;
-    if (Array.isArray(error['reasons']) && error['reasons'].every((r) => typeof r === 'string')) details.reasons = error['reasons'];
-    return new ApiError(error['code'] as ApiErrorCode, error['message'], details);
-  }
+  const parsed = apiErrorFrom(body);
+  if (parsed !== null) return parsed;
   const excerpt = bodyText.trim().slice(0, 200);
   return new ApiError(codeForStatus(status), `HTTP ${status}${excerpt === '' ? '' : `: ${excerpt}`}`);
 }
@@ -133,7 +123,7 @@ export class HttpBridge implements GpuShareApi {
       throw new Error(`cannot reach GPU Share at ${this.baseUrl} (${cause instanceof Error ? cause.message : String(cause)}): is \`gpu-share serve\` still running?`, { cause });
     }
     const text = await response.text();
-    if (!response.ok) throw apiErrorFrom(response.status, text);
+    if (!response.ok) throw errorFromResponse(response.status, text);
     if (text === '') return undefined as T;
     try {
       return JSON.parse(text) as T;
@@ -257,7 +247,7 @@ export class HttpBridge implements GpuShareApi {
           signal: controller.signal,
         });
         if (!response.ok || response.body === null) {
-          const error = apiErrorFrom(response.status, await response.text().catch(() => ''));
+          const error = errorFromResponse(response.status, await response.text().catch(() => ''));
           detail = `${error.code}: ${error.message}`;
         } else {
           attempt = 0;

@@ -1,11 +1,10 @@
 /**
  * An action's failure in words: what failed, the code to search for, and what to do. Errors
- * arrive as ApiError from the HTTP bridge and as plain Error objects from IPC (Electron copies
- * only the message across), so the code is read from the object or from the "CODE:" prefix.
+ * arrive as ApiError from the HTTP bridge and as the flat `{name:'ApiError',code,…}` object the
+ * Electron preload rejects with (the contract's apiErrorFrom reads both); a message that only
+ * carries "CODE: …" in its text is read too.
  */
-import type { ApiErrorCode } from '../../../electron/core/contract.js';
-
-const CODES: readonly ApiErrorCode[] = ['BAD_REQUEST', 'UNAUTHORIZED', 'FORBIDDEN', 'NOT_FOUND', 'CONFLICT', 'TOO_LARGE', 'QUEUE_FULL', 'NOT_ADMITTED', 'INTERNAL'];
+import { API_ERROR_CODES, apiErrorFrom, type ApiErrorCode } from '../../../electron/core/contract.js';
 
 const NEXT_STEP: Readonly<Record<ApiErrorCode, string>> = {
   BAD_REQUEST: 'fix the named field and try again',
@@ -16,6 +15,7 @@ const NEXT_STEP: Readonly<Record<ApiErrorCode, string>> = {
   TOO_LARGE: 'send less',
   QUEUE_FULL: 'the gateway queue is full: try again shortly',
   NOT_ADMITTED: 'see the plan for what is in the way',
+  ENGINE_GONE: 'the engine stopped meanwhile: try again',
   INTERNAL: 'this is a bug in GPU Share: report it with this message',
 };
 
@@ -26,14 +26,15 @@ export interface ErrorWords {
   text: string;
 }
 
+const CODE_IN_TEXT = new RegExp(`\\b(${API_ERROR_CODES.join('|')})\\b:?\\s*(.*)$`, 's');
+
 export function describeError(what: string, error: unknown): ErrorWords {
-  let message = error instanceof Error ? error.message : typeof error === 'string' ? error : 'unknown error';
-  let code: ApiErrorCode | null = null;
-  if (typeof error === 'object' && error !== null && 'code' in error && typeof error.code === 'string' && (CODES as readonly string[]).includes(error.code)) {
-    code = error.code as ApiErrorCode;
-  } else {
-    // Electron's IPC gives "Error invoking remote method 'gpu-share:launch': ApiError: NOT_ADMITTED: …"
-    const match = /\b(BAD_REQUEST|UNAUTHORIZED|FORBIDDEN|NOT_FOUND|CONFLICT|TOO_LARGE|QUEUE_FULL|NOT_ADMITTED|INTERNAL)\b:?\s*(.*)$/s.exec(message);
+  const api = apiErrorFrom(error);
+  let code: ApiErrorCode | null = api?.code ?? null;
+  let message = api?.message ?? (error instanceof Error ? error.message : typeof error === 'string' ? error : 'unknown error');
+  if (api === null) {
+    // e.g. "Error invoking remote method 'gpu-share:launch': ApiError: NOT_ADMITTED: …"
+    const match = CODE_IN_TEXT.exec(message);
     if (match !== null) {
       code = match[1] as ApiErrorCode;
       message = match[2] === undefined || match[2] === '' ? message : match[2];

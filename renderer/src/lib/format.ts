@@ -90,6 +90,12 @@ export function integer(value: number | null | undefined, unit = '', why = 'not 
   return known(unit === '' ? text : `${text} ${unit}`);
 }
 
+/** An identifier that happens to be a number (a pid, a port): no digit grouping. */
+export function idNumber(value: number | null | undefined, why = 'not known'): Shown {
+  if (!isKnown(value)) return unknown(why);
+  return known(String(Math.round(value)));
+}
+
 /** Wall-clock µs as local time of day (plan history), with the date in the title. */
 export function clockTime(wallUs: number | null | undefined, why = 'no time recorded'): Shown {
   if (!isKnown(wallUs) || wallUs <= 0) return unknown(why);

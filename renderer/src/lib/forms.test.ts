@@ -15,6 +15,11 @@ describe('describeError', () => {
     expect(words.text).toBe('Set weight failed — BAD_REQUEST: weight: must be a number from 0.01 to 100 (fix the named field and try again)');
   });
 
+  it('reads the flat object the preload rejects with', () => {
+    const words = describeError('Stop', { name: 'ApiError', code: 'NOT_FOUND', message: 'no engine e-1' });
+    expect(words.text).toBe('Stop failed — NOT_FOUND: no engine e-1 (it is gone: the list refreshes with the next update)');
+  });
+
   it('keeps any other error as it is', () => {
     expect(describeError('Stop', new Error('cannot reach GPU Share')).text).toBe('Stop failed — cannot reach GPU Share');
     expect(describeError('Stop', 42).text).toBe('Stop failed — unknown error');

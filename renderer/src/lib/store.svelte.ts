@@ -47,12 +47,13 @@ export class DashboardStore {
   /** Subscribe and load; returns the teardown. */
   start(): () => void {
     const unsubscribe = this.api.subscribe((event) => this.apply(event));
-    let wasLive = false;
+    void this.refresh();
+    let previous: ConnectionStatus['state'] = 'connecting';
     const stopConnection = this.connectionSource.onConnection((status) => {
       this.connection = status;
       // Events may have been missed while the stream was down: take a fresh state.
-      if (status.state === 'live' && !wasLive) void this.refresh();
-      wasLive = status.state === 'live';
+      if (status.state === 'live' && previous === 'lost') void this.refresh();
+      previous = status.state;
     });
     const timer = setInterval(() => {
       const next = tick(this.model, Date.now());

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ScheduleView } from '../../../electron/core/contract.js';
 import { buildSchedule } from '../../../electron/core/pacer/schedule.js';
-import { buildTimeline, coreClockOffsetUs, debugView, FpsMeter, hitTest, SAMPLE_HOLD_US, timeAt, TIMELINE_SPAN_US, xOf, type TimelineSample } from './timeline-model.js';
+import { buildTimeline, coreClockOffsetUs, debugView, FpsMeter, hitTest, overshootSummary, SAMPLE_HOLD_US, timeAt, TIMELINE_SPAN_US, xOf, type TimelineSample } from './timeline-model.js';
 
 const NOW = 1_700_000_000_000_000; // a multiple of 80 ms and 100 ms periods
 const W = 1000;
@@ -187,5 +187,14 @@ describe('clock and fps', () => {
     expect(meter.fps()).toBeLessThanOrEqual(63);
     meter.frame(4000);
     expect(meter.fps()).toBe(1);
+  });
+});
+
+describe('overshootSummary', () => {
+  it('gives the worst and the 95th percentile of the reported overshoots', () => {
+    const values = Array.from({ length: 100 }, (_, i) => (i + 1) * 10);
+    expect(overshootSummary(values)).toEqual({ windows: 100, maxUs: 1000, p95Us: 950 });
+    expect(overshootSummary([300, Number.NaN, -1])).toEqual({ windows: 1, maxUs: 300, p95Us: 300 });
+    expect(overshootSummary([])).toBeNull();
   });
 });

@@ -292,3 +292,19 @@ export class FpsMeter {
     this.frames = [];
   }
 }
+
+export interface OvershootSummary {
+  windows: number;
+  maxUs: number;
+  /** The 95th percentile (nearest rank). */
+  p95Us: number;
+}
+
+/** What the hover says about a managed engine's measured overshoot (µs past its window's end);
+ *  null when it reported none. */
+export function overshootSummary(values: readonly number[]): OvershootSummary | null {
+  const clean = values.filter((us) => Number.isFinite(us) && us >= 0).sort((a, b) => a - b);
+  if (clean.length === 0) return null;
+  const rank = Math.max(0, Math.ceil(0.95 * clean.length) - 1);
+  return { windows: clean.length, maxUs: clean[clean.length - 1] ?? 0, p95Us: clean[rank] ?? 0 };
+}

@@ -41,6 +41,12 @@ describe('vramBar', () => {
     expect(sum(bar)).toBeCloseTo(24 * GiB, 0);
   });
 
+  it('closes a rounding gap with free space instead of a sliver', () => {
+    const bar = vramBar(vramView({ freeBytes: 13.8 * GiB - 1000 }));
+    expect(bar.segments.some((s) => s.kind === 'unaccounted')).toBe(false);
+    expect(sum(bar)).toBeCloseTo(24 * GiB, 3);
+  });
+
   it('gives back free space first, then reserve, when the figures overshoot', () => {
     const bar = vramBar(vramView({ freeBytes: 15 * GiB }));
     expect(bar.overshootBytes).toBeCloseTo(1.2 * GiB, 0);

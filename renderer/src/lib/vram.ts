@@ -29,6 +29,9 @@ export interface StackedBar {
 
 type Part = Omit<Segment, 'fraction'>;
 
+/** Below this a shortfall is rounding in the figures, not a segment worth showing. */
+export const UNACCOUNTED_MIN_BYTES = 1024 ** 2;
+
 const clean = (bytes: number): number => (Number.isFinite(bytes) && bytes > 0 ? bytes : 0);
 
 /** Fit parts to a total: see the module comment. Zero-byte parts are dropped. */
@@ -39,7 +42,9 @@ export function stack(totalBytes: number, parts: readonly Part[]): StackedBar {
   const sum = fitted.reduce((acc, part) => acc + part.bytes, 0);
   let overshoot = sum - total;
   const overshootBytes = Math.max(0, overshoot);
-  if (overshoot > 0) {
+  if (fitted.length === 0) {
+    fitted.push({ key: 'unaccounted', kind: 'unaccounted', label: 'in use, not accounted', bytes: total, slot: null });
+  } else if (overshoot > 0) {
     for (const kind of ['free', 'reserve'] as const) {
       for (const part of fitted) {
         if (part.kind !== kind || overshoot <= 0) continue;
@@ -53,6 +58,10 @@ export function stack(totalBytes: number, parts: readonly Part[]): StackedBar {
       const scale = total / remaining;
       for (const part of fitted) part.bytes *= scale;
     }
+  } else if (-overshoot < UNACCOUNTED_MIN_BYTES) {
+    // A rounding gap, not memory anyone uses: it closes the bar as free space.
+    const free = fitted.find((part) => part.kind === 'free') ?? fitted[fitted.length - 1];
+    if (free !== undefined) free.bytes -= overshoot;
   } else if (overshoot < 0) {
     // Insert before the reserve: the gap is memory in use that no figure names.
     const at = fitted.findIndex((part) => part.kind === 'reserve' || part.kind === 'free');
