@@ -16,3 +16,4 @@ export const TARGETS: string[];
 export function loadBuilderConfig(projectDir?: string): Record<string, any>;
 export function packedFiles(target: string, options?: { projectDir?: string; config?: Record<string, any> }): Promise<PackedList>;
 export function extraResourceRules(target: string, options?: { projectDir?: string; config?: Record<string, any> }): Array<{ from: string; to: string; filter: string[] }>;
+export function readYaml(path: string): any;

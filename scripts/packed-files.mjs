@@ -31,9 +31,14 @@ export const TARGETS = ['linux-x64', 'linux-arm64', 'win32-x64', 'darwin-x64', '
 
 const PLATFORMS = { linux: Platform.LINUX, win32: Platform.WINDOWS, darwin: Platform.MAC };
 
+/** A YAML file parsed with the parser electron-builder uses (js-yaml). */
+export function readYaml(path) {
+  return yaml.load(readFileSync(path, 'utf8'));
+}
+
 /** electron-builder.yml, parsed as electron-builder parses it. */
 export function loadBuilderConfig(projectDir = projectRoot) {
-  return yaml.load(readFileSync(join(projectDir, 'electron-builder.yml'), 'utf8'));
+  return readYaml(join(projectDir, 'electron-builder.yml'));
 }
 
 /** What electron-builder's PlatformPackager knows about a target that the file rules depend on. */
