@@ -384,6 +384,9 @@ class GpuShareCore implements Core {
       case 'log':
         this.emit({ type: 'log', engineId: event.id, stream: event.stream, line: event.line });
         return;
+      case 'pacer':
+        this.emit({ type: 'pacer', engineId: event.id, overshootsUs: event.overshootsUs });
+        return;
       case 'idle-unload':
       case 'restart':
         return;

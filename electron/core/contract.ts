@@ -126,10 +126,12 @@ export type AppEvent =
   | { type: 'progress'; engineId: string; pct: number }
   | { type: 'log'; engineId: string; stream: 'stdout' | 'stderr'; line: string }
   | { type: 'plan'; plan: PlacementPlan }
-  | { type: 'aged-out'; gpuKey: string; slot: number; name: string; pid: number };
+  | { type: 'aged-out'; gpuKey: string; slot: number; name: string; pid: number }
+  /** A managed engine's window overshoots since its last report (µs past its window's end). */
+  | { type: 'pacer'; engineId: string; overshootsUs: number[] };
 
 export type AppEventType = AppEvent['type'];
-export const APP_EVENT_TYPES: readonly AppEventType[] = ['state', 'engine', 'progress', 'log', 'plan', 'aged-out'];
+export const APP_EVENT_TYPES: readonly AppEventType[] = ['state', 'engine', 'progress', 'log', 'plan', 'aged-out', 'pacer'];
 
 export interface LaunchRequest {
   profileId: string;

@@ -127,19 +127,34 @@ describe('on a roomy device', () => {
     for (const engine of (await state(served)).engines.filter((e) => e.profileId === 'fast' || e.profileId === 'slow')) {
       expect(spawnSync('taskset', ['-a', '-p', '-c', '0', String(engine.pid)]).status).toBe(0);
     }
-    const counts = { fast: 0, slow: 0 };
-    let measuring = false;
-    const fast = streamChat(served, 'fast', 900, served.token, () => void (measuring && counts.fast++));
-    const slow = streamChat(served, 'slow', 900, served.token, () => void (measuring && counts.slow++));
+    const engines = (await state(served)).engines.filter((e) => e.state === 'running');
+    const portOf = (profileId: string): number => engines.find((e) => e.profileId === profileId)?.port ?? 0;
+    // Tokens as each engine counts them (a streamed piece may carry more than one token).
+    const predicted = async (profileId: string): Promise<number> => {
+      const text = await (await fetch(`http://127.0.0.1:${portOf(profileId)}/metrics`)).text();
+      return Number(/tokens_predicted_total (\d+)/.exec(text)?.[1] ?? Number.NaN);
+    };
+    // Back-to-back short requests: a token's cost grows with its position in the context, so long
+    // requests would compare the fast engine's late (dearer) tokens with the slow one's early ones.
+    let running = true;
+    const client = async (capability: string): Promise<void> => {
+      while (running) await streamChat(served, capability, 48);
+    };
+    const clients = [client('fast'), client('slow')];
     await new Promise((r) => setTimeout(r, 1_500)); // both active, shares settled
-    measuring = true;
+    const before = { fast: await predicted('fast'), slow: await predicted('slow') };
     await new Promise((r) => setTimeout(r, 5_000));
-    measuring = false;
-    await Promise.all([fast, slow]);
+    const after = { fast: await predicted('fast'), slow: await predicted('slow') };
+    running = false;
+    await Promise.all(clients);
+    const counts = { fast: after.fast - before.fast, slow: after.slow - before.slow };
     const ratio = counts.fast / counts.slow;
     expect(counts.slow, JSON.stringify(counts)).toBeGreaterThan(20);
     expect(ratio, JSON.stringify(counts)).toBeGreaterThan(2 * 0.85);
     expect(ratio, JSON.stringify(counts)).toBeLessThan(2 * 1.15);
+    // Both paced themselves, and said by how much they ran past their windows.
+    const metrics = (await call<string>(served, 'GET', '/metrics', undefined, null)).body;
+    expect(metrics).toMatch(/gpushare_pacer_window_overshoot_seconds_count\{engine="fast-\d+"\} [1-9]/);
   }, 90_000);
 });
 

@@ -168,4 +168,20 @@ describe('decideGate', () => {
   it('lets a caller without a slot through', () => {
     expect(decideGate([], null, 0)).toEqual({ kind: 'alone' });
   });
+
+  it('records how far past its window the last step of a window ran', async () => {
+    const clock = new FakeClock();
+    const registry = new MemoryRegistry(clock);
+    registry.join(1, 1, true);
+    const { sleep } = fakeSleep(clock);
+    const gate = new CooperativeGate(registry.join(0, 2, true), clock, sleep);
+    atPeriodStart(clock, 120_000);
+    // 2:1 → our window is [0, 80 ms). Steps of 7 ms: the one started at 77 ms ends at 84 ms.
+    for (let t = 0; t <= 77_000; t += 7_000) {
+      clock.advance(7_000);
+      await gate.afterStep(7_000);
+    }
+    expect(gate.overshoot.take()).toEqual([4_000]);
+    expect(gate.overshoot.take()).toEqual([]);
+  });
 });

@@ -2,7 +2,7 @@
  * `/metrics` in Prometheus text format (prom-client, a registry of our own, no process metrics):
  * gauges are filled from one state snapshot at scrape time; plans are counted as they happen.
  */
-import { Counter, Gauge, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { AppEvent, AppState } from '../contract.js';
 import type { VERDICTS } from '../planner/types.js';
 
@@ -112,6 +112,13 @@ export function createApiMetrics(state: () => AppState): ApiMetrics {
   });
   const plans = new Counter({ name: 'gpushare_plans_total', help: 'Placement plans made, by verdict.', labelNames: ['verdict'] as const, registers: [registry] });
   for (const verdict of ['ADMIT', 'ADMIT_AFTER_EVICTION', 'QUEUE', 'REJECT_CAPACITY', 'REJECT_HEALTH', 'REJECT_POLICY'] satisfies Verdict[]) plans.inc({ verdict }, 0);
+  const overshoot = new Histogram({
+    name: 'gpushare_pacer_window_overshoot_seconds',
+    help: 'How far past the end of its window a managed engine ran (its last step, or a late suspend), per window.',
+    labelNames: ['engine'] as const,
+    buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1],
+    registers: [registry],
+  });
   const requests = new Counter({ name: 'gpushare_gateway_requests_total', help: 'Gateway requests by outcome.', labelNames: ['outcome'] as const, registers: [registry] });
 
   return {
@@ -126,6 +133,7 @@ export function createApiMetrics(state: () => AppState): ApiMetrics {
     },
     onEvent(event) {
       if (event.type === 'plan') plans.inc({ verdict: event.plan.verdict });
+      if (event.type === 'pacer') for (const us of event.overshootsUs) overshoot.observe({ engine: event.engineId }, us / 1e6);
     },
     countRequest(outcome) {
       requests.inc({ outcome });

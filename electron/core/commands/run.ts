@@ -22,6 +22,7 @@ import { startWatchdog } from '../pacer/watchdog.js';
 import type { CommandIo } from './io.js';
 import { onParentGone } from '../parent-watch.js';
 import { readControlLines } from '../engines/control-protocol.js';
+import { formatPacerLine, OVERSHOOT_REPORT_INTERVAL_MS } from '../pacer/overshoot.js';
 
 export interface RunOptions {
   gpuKey: string;
@@ -130,6 +131,14 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
   });
   pacer.add(pid, paced);
   gate = pacer;
+  // Under a supervisor: overshoot figures for its metrics, in batches on stderr.
+  const reporting = options.exitWithParent
+    ? setInterval(() => {
+        const overshoots = pacer.overshoot.take();
+        if (overshoots.length > 0) io.err(formatPacerLine(overshoots));
+      }, OVERSHOOT_REPORT_INTERVAL_MS)
+    : null;
+  reporting?.unref();
   // Under a supervisor, its commands (a new weight) arrive on our stdin, the lifeline pipe.
   if (options.exitWithParent) void readControlLines(process.stdin, (command) => void paced.set({ weight: command.weight }));
   // Whatever happens to us from here on, the command is not left stopped.
@@ -163,6 +172,7 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
 
   const code = await exited;
   cleanupSignals();
+  if (reporting !== null) clearInterval(reporting);
   pacing = false;
   await looping;
   metrics?.stop();

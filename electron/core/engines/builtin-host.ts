@@ -30,6 +30,7 @@ import { monotonicUs } from '../clock.js';
 import { checkGpuKey, checkName, checkWeight, parseWholeNumber } from '../registry/validate.js';
 import { formatHostEvent, type HostEvent, type HostLogLevel } from './host-protocol.js';
 import { joinAsPacedPeer } from '../pacer/paced-peer.js';
+import { OVERSHOOT_REPORT_INTERVAL_MS } from '../pacer/overshoot.js';
 import { readControlLines } from './control-protocol.js';
 import { stdinIsPipe } from '../parent-watch.js';
 
@@ -973,7 +974,16 @@ async function main(argv: readonly string[]): Promise<void> {
       slot = peer.slot;
       afterStep = (stepUs) => peer.gate.afterStep(stepUs);
       setWeight = (w) => peer.setWeight(w);
-      cleanupRegistry = () => peer.leave();
+      // Overshoot figures for the supervisor's metrics, in batches.
+      const reporting = setInterval(() => {
+        const overshoots = peer.gate.overshoot.take();
+        if (overshoots.length > 0) emit({ event: 'pacer', overshoots_us: overshoots });
+      }, OVERSHOOT_REPORT_INTERVAL_MS);
+      reporting.unref();
+      cleanupRegistry = () => {
+        clearInterval(reporting);
+        peer.leave();
+      };
       log('info', `joined registry ${gpuKey} slot ${slot} as ${JSON.stringify(name)} (weight ${weight})`);
     } catch (error) {
       fatal(`could not join the registry ${gpuKey}: ${errorText(error)}`);

@@ -6,6 +6,7 @@
  *   {"event":"ready","port":N,"slot":S|null}                  serving on port N; registry slot S (null: not joined)
  *   {"event":"log","level":"info|warn|error","message":"…"}   a line for the supervisor's log
  *   {"event":"fatal","message":"…"}                           the host cannot go on; it exits non-zero next
+ *   {"event":"pacer","overshoots_us":[…]}                     how far past its window's end each window's last step ran
  *
  * Anything else on stdout (a library printing a stray line) is not protocol: `parseHostLine`
  * returns null for it and never throws, whatever the bytes.
@@ -38,7 +39,12 @@ export interface HostFatalEvent {
   message: string;
 }
 
-export type HostEvent = HostProgressEvent | HostReadyEvent | HostLogEvent | HostFatalEvent;
+export interface HostPacerEvent {
+  event: 'pacer';
+  overshoots_us: number[];
+}
+
+export type HostEvent = HostProgressEvent | HostReadyEvent | HostLogEvent | HostFatalEvent | HostPacerEvent;
 
 /** Lines longer than this are not protocol (a host never writes one; a runaway library might). */
 export const MAX_HOST_LINE_CHARS = 64 * 1024;
@@ -86,6 +92,11 @@ export function parseHostLine(line: string): HostEvent | null {
       if (typeof message !== 'string') return null;
       return { event: 'fatal', message };
     }
+    case 'pacer': {
+      const list = value['overshoots_us'];
+      if (!Array.isArray(list) || list.length > 256 || !list.every((v) => typeof v === 'number' && Number.isFinite(v) && v >= 0 && v < 60_000_000)) return null;
+      return { event: 'pacer', overshoots_us: list as number[] };
+    }
     default:
       return null;
   }
@@ -102,5 +113,7 @@ export function formatHostEvent(event: HostEvent): string {
       return JSON.stringify({ event: 'log', level: event.level, message: event.message });
     case 'fatal':
       return JSON.stringify({ event: 'fatal', message: event.message });
+    case 'pacer':
+      return JSON.stringify({ event: 'pacer', overshoots_us: event.overshoots_us });
   }
 }

@@ -21,6 +21,7 @@ import type { ManagedResident, PlacementPlan, PlanRequest } from '../planner/typ
 import type { DeviceSnapshot } from '../planner/snapshot.js';
 import { formatControl } from './control-protocol.js';
 import { parseHostLine } from './host-protocol.js';
+import { parsePacerLine } from '../pacer/overshoot.js';
 import type { EngineKind } from './profiles.js';
 
 export type { EngineKind };
@@ -123,6 +124,8 @@ export type SupervisorEvent =
   | { kind: 'state'; engine: EngineStatus }
   | { kind: 'progress'; id: string; pct: number }
   | { kind: 'log'; id: string; stream: 'stdout' | 'stderr'; line: string }
+  /** How far past its window's end the engine ran, per window, since the last report (µs). */
+  | { kind: 'pacer'; id: string; overshootsUs: number[] }
   | { kind: 'idle-unload'; id: string; idleForUs: number }
   | { kind: 'restart'; id: string; attempt: number; inMs: number };
 
@@ -322,11 +325,15 @@ export class Supervisor {
     let markReady: () => void = () => undefined;
     const ready = new Promise<void>((resolve) => (markReady = resolve));
     child.onLine((stream, line) => {
+      // Pacing figures are data, not log lines.
+      const pacerFigures = stream === 'stderr' ? parsePacerLine(line) : null;
+      if (pacerFigures !== null) return this.deps.onEvent?.({ kind: 'pacer', id, overshootsUs: pacerFigures });
+      const event = stream === 'stdout' ? parseHostLine(line) : null;
+      if (event?.event === 'pacer') return this.deps.onEvent?.({ kind: 'pacer', id, overshootsUs: event.overshoots_us });
       const ring = engine.status.lastLines;
       ring.push(line);
       if (ring.length > LOG_RING) ring.splice(0, ring.length - LOG_RING);
       this.deps.onEvent?.({ kind: 'log', id, stream, line });
-      const event = stream === 'stdout' ? parseHostLine(line) : null;
       if (event?.event === 'progress') {
         engine.status.progressPct = Math.max(engine.status.progressPct, Math.min(100, event.pct));
         this.deps.onEvent?.({ kind: 'progress', id, pct: engine.status.progressPct });

@@ -7,7 +7,8 @@
 import { monotonicUs, type Clock } from '../clock.js';
 import type { AlivePeer } from '../registry/view.js';
 import { BusyMeter } from './busy.js';
-import { buildSchedule, usUntilWindow, type Schedule } from './schedule.js';
+import { OvershootLog } from './overshoot.js';
+import { buildSchedule, usSinceWindowEnd, usUntilWindow, type Schedule } from './schedule.js';
 
 /** What the gate needs of the registry: the peers as a watching reader sees them, our slot, and a
  *  way to publish our activity. */
@@ -79,6 +80,10 @@ export class CooperativeGate {
   private publishedActive = false;
   private lastPublishMonoUs = Number.NEGATIVE_INFINITY;
   private lastReturnMonoUs: number | null = null;
+  /** Did the step that just ended start inside our window? */
+  private stepStartedInWindow = false;
+  /** How far past our window's end each last-step-of-a-window ran. */
+  readonly overshoot = new OvershootLog();
   readonly stats: GateStats = { steps: 0, sleeps: 0, sleptUs: 0, decisions: { alone: 0, 'others-idle': 0, 'in-window': 0, 'not-scheduled': 0, wait: 0 } };
 
   constructor(
@@ -97,8 +102,11 @@ export class CooperativeGate {
     this.meter.record(now, duration);
     this.stats.steps++;
     if (!this.publishedActive || now - this.lastPublishMonoUs >= PUBLISH_INTERVAL_US) this.publish(now);
-    const first = decideGate(this.registry.peers(), this.registry.selfSlot(), this.clock.wallUs());
+    const wallNow = this.clock.wallUs();
+    const first = decideGate(this.registry.peers(), this.registry.selfSlot(), wallNow);
     this.stats.decisions[first.kind]++;
+    const slot = this.registry.selfSlot();
+    if (first.kind === 'wait' && this.stepStartedInWindow && slot !== null) this.overshoot.record(usSinceWindowEnd(first.schedule, slot, wallNow));
     let decision = first;
     for (let check = 0; decision.kind === 'wait' && check < MAX_WAKE_CHECKS; check++) {
       this.stats.sleeps++;
@@ -107,6 +115,7 @@ export class CooperativeGate {
       decision = decideGate(this.registry.peers(), this.registry.selfSlot(), this.clock.wallUs());
     }
     this.lastReturnMonoUs = this.clock.monoUs();
+    this.stepStartedInWindow = decision.kind === 'in-window';
     return first;
   }
 

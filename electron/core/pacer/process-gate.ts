@@ -12,7 +12,8 @@ import type { RegistryMember } from '../registry/member.js';
 import type { AlivePeer } from '../registry/view.js';
 import { ACTIVITY_WINDOW_US, BusyMeter } from './busy.js';
 import { decideGate } from './gate.js';
-import { usUntilWindowEnd } from './schedule.js';
+import { OvershootLog } from './overshoot.js';
+import { usSinceWindowEnd, usUntilWindowEnd } from './schedule.js';
 
 /** Re-decide at least this often: activity sampling and registry changes between edges. */
 export const SAMPLE_INTERVAL_US = 50_000;
@@ -56,6 +57,8 @@ interface Engine {
   published: { active: boolean; atMonoUs: number } | null;
   /** No activity source answers for it: treated as active, so that pacing still happens. */
   unknownActivity: boolean;
+  /** It was last let run because its window was on. */
+  ranInWindow: boolean;
 }
 
 export interface ProcessGateEvent {
@@ -75,14 +78,14 @@ export interface ProcessGateDeps {
 }
 
 /** Decide for one engine: run now or not, and in how many µs that may change. Pure. */
-export function decideEngine(peers: readonly AlivePeer[], slot: number | null, active: boolean, wallNowUs: number): { run: boolean; changeInUs: number } {
+export function decideEngine(peers: readonly AlivePeer[], slot: number | null, active: boolean, wallNowUs: number): { run: boolean; changeInUs: number; inWindow?: boolean; sinceWindowEndUs?: number } {
   if (!active) return { run: true, changeInUs: SAMPLE_INTERVAL_US };
   const decision = decideGate(peers, slot, wallNowUs);
   switch (decision.kind) {
     case 'wait':
-      return { run: false, changeInUs: decision.waitUs };
+      return { run: false, changeInUs: decision.waitUs, sinceWindowEndUs: slot === null ? 0 : usSinceWindowEnd(decision.schedule, slot, wallNowUs) };
     case 'in-window':
-      return { run: true, changeInUs: slot === null ? SAMPLE_INTERVAL_US : usUntilWindowEnd(decision.schedule, slot, wallNowUs) };
+      return { run: true, inWindow: true, changeInUs: slot === null ? SAMPLE_INTERVAL_US : usUntilWindowEnd(decision.schedule, slot, wallNowUs) };
     default:
       return { run: true, changeInUs: SAMPLE_INTERVAL_US };
   }
@@ -91,6 +94,8 @@ export function decideEngine(peers: readonly AlivePeer[], slot: number | null, a
 export class ProcessGate {
   private readonly engines = new Map<number, Engine>();
   private stopped = false;
+  /** How late after its window's end each engine was suspended (when it had run in its window). */
+  readonly overshoot = new OvershootLog();
 
   constructor(private readonly deps: ProcessGateDeps) {}
 
@@ -108,6 +113,7 @@ export class ProcessGate {
       meter: new BusyMeter(),
       published: null,
       unknownActivity: false,
+      ranInWindow: false,
     });
     this.deps.watchdog?.watch(pid);
   }
@@ -130,9 +136,14 @@ export class ProcessGate {
     const wallNow = this.deps.clock.wallUs();
     let next = SAMPLE_INTERVAL_US;
     for (const engine of this.engines.values()) {
-      const { run, changeInUs } = decideEngine(peers, engine.member.slot, this.isActive(engine, now), wallNow);
+      const { run, changeInUs, inWindow, sinceWindowEndUs } = decideEngine(peers, engine.member.slot, this.isActive(engine, now), wallNow);
       if (run && engine.suspended) this.resume(engine);
-      else if (!run && !engine.suspended) this.suspend(engine);
+      else if (!run && !engine.suspended) {
+        // It ran until now although its window ended this long ago (when it was in a window at all).
+        if (engine.ranInWindow && sinceWindowEndUs !== undefined) this.overshoot.record(sinceWindowEndUs);
+        this.suspend(engine);
+      }
+      engine.ranInWindow = inWindow === true;
       next = Math.min(next, changeInUs);
     }
     return Math.max(500, next);

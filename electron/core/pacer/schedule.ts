@@ -95,6 +95,18 @@ export function usUntilWindowEnd(schedule: Schedule, slot: number, wallUs: numbe
   return window.startUs + window.lengthUs - pos;
 }
 
+/** µs since `slot`'s last window ended: 0 inside it or with no window. A peer that still runs
+ *  this long after its window ended is overshooting into the next peer's window. */
+export function usSinceWindowEnd(schedule: Schedule, slot: number, wallUs: number): number {
+  const window = windowOf(schedule, slot);
+  if (window === undefined) return 0;
+  const pos = positionUs(schedule, wallUs);
+  const end = window.startUs + window.lengthUs;
+  if (pos >= window.startUs && pos < end) return 0;
+  const since = pos - end;
+  return since >= 0 ? since : since + schedule.periodUs;
+}
+
 /** The longest a peer waits between windows: (1 − share) · period. */
 export function stallBoundUs(schedule: Schedule, slot: number): number | null {
   const window = windowOf(schedule, slot);
