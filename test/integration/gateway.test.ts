@@ -87,6 +87,11 @@ describe('on a roomy device', () => {
     const plain = await call<{ choices: { text: string }[] }>(served, 'POST', '/v1/completions', { model: 'chat', prompt: 'Once upon a time', max_tokens: 8 });
     expect(plain.status).toBe(200);
     expect(typeof plain.body.choices[0]?.text).toBe('string');
+    // The log has the requests' shapes and hashes, never their text.
+    const logged = served.log.filter((line) => line.startsWith('gateway: '));
+    expect(logged.length).toBeGreaterThanOrEqual(2);
+    expect(logged.every((line) => /sha256=[0-9a-f]{12}/.test(line))).toBe(true);
+    expect(served.log.join('\n')).not.toMatch(/Tell me a story|Once upon a time/);
   }, 60_000);
 
   it('an interactive request overtakes queued background ones on the same engine', async () => {

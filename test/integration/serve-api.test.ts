@@ -232,6 +232,16 @@ describe('profiles, engines, weights, plans', () => {
     }
   }, 30_000);
 
+  it('estimates a model file for the add-model form', async () => {
+    const estimate = await call<{ fileBytes: number; peakBytes: number; peakSource: string }>(served, 'POST', '/api/estimate', { modelPath: join(dir, 'tiny.gguf') });
+    expect(estimate.status).toBe(200);
+    expect(estimate.body.fileBytes).toBeGreaterThan(0);
+    expect(estimate.body.peakBytes).toBeGreaterThan(estimate.body.fileBytes);
+    const missing = await call<{ error: { field: string } }>(served, 'POST', '/api/estimate', { modelPath: join(dir, 'absent.gguf') });
+    expect(missing.status).toBe(400);
+    expect(missing.body.error.field).toBe('modelPath');
+  });
+
   it('plans dry-runs, keeps them, and honours the policy', async () => {
     await call(served, 'POST', '/api/profiles', { id: 'labwork', name: 'lab work', capabilities: ['lab'], engineKind: 'builtin', contextSize: 256, priority: 'lab', modelPath: join(dir, 'tiny.gguf') });
     const dry = await call<PlacementPlan>(served, 'POST', '/api/plan', { profileId: 'labwork' });
