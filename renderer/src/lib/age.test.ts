@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ageLevel, DEPARTED_VISIBLE_MS, expireRows, reconcileRows, rowOpacity } from './age.js';
+import { ageLevel, DEPARTED_VISIBLE_MS, expireRows, markAgedOut, reconcileRows, rowOpacity } from './age.js';
 import { peerRow } from '../test/fixtures.js';
 
 describe('heartbeat age', () => {
@@ -23,13 +23,13 @@ describe('heartbeat age', () => {
 
 describe('reconcileRows', () => {
   const a = peerRow({ slot: 0, pid: 10, name: 'a' });
-  const b = peerRow({ slot: 2, pid: 20, name: 'b', sharePct: 40, active: true });
+  const b = peerRow({ slot: 2, pid: 20, name: 'b', sharePct: 40, active: true, heartbeatAgeMs: 2600 });
 
   it('keeps a departed peer faded for a while with a departure, then drops it', () => {
     const first = reconcileRows([], [a, b], 1000);
     expect(first.departures).toEqual([]);
     const second = reconcileRows(first.rows, [a], 2000);
-    expect(second.departures).toEqual([{ slot: 2, pid: 20, name: 'b', atMs: 2000 }]);
+    expect(second.departures).toEqual([{ slot: 2, pid: 20, name: 'b', atMs: 2000, how: 'aged-out' }]);
     expect(second.rows.map((r) => [r.peer.slot, r.departedAtMs])).toEqual([
       [0, null],
       [2, 2000],
@@ -42,6 +42,26 @@ describe('reconcileRows', () => {
     expect(reconcileRows(third.rows, [a], 2000 + DEPARTED_VISIBLE_MS).rows).toHaveLength(1);
     expect(expireRows(third.rows, 2000 + DEPARTED_VISIBLE_MS - 1)).toHaveLength(2);
     expect(expireRows(third.rows, 2000 + DEPARTED_VISIBLE_MS)).toHaveLength(1);
+  });
+
+  it('tells a clean exit (fresh heartbeat) from an aged-out peer', () => {
+    const fresh = peerRow({ slot: 5, pid: 50, name: 'quits', heartbeatAgeMs: 300 });
+    const gone = reconcileRows(reconcileRows([], [fresh], 0).rows, [], 100);
+    expect(gone.departures.map((d) => d.how)).toEqual(['left']);
+    expect(gone.rows[0]?.departedHow).toBe('left');
+  });
+
+  it('marks the peer the core reports aged out, before it leaves the list', () => {
+    const rows = reconcileRows([], [a, b], 0).rows;
+    const marked = markAgedOut(rows, 2, 20, 50);
+    expect(marked.map((r) => [r.peer.slot, r.departedAtMs, r.departedHow])).toEqual([
+      [0, null, null],
+      [2, 50, 'aged-out'],
+    ]);
+    // Still listed by a late state: stays as it is; gone from the next: kept, not announced again.
+    const next = reconcileRows(marked, [a], 100);
+    expect(next.departures).toEqual([]);
+    expect(next.rows[1]?.departedHow).toBe('aged-out');
   });
 
   it('shows only the new peer when another pid takes the slot', () => {

@@ -43,10 +43,17 @@ export function ageTitle(ageMs: number): string {
 /** A peer is the same peer while it holds the same slot with the same pid. */
 export const peerIdentity = (peer: Pick<PeerRow, 'slot' | 'pid'>): string => `${peer.slot}:${peer.pid}`;
 
+export type DepartureKind =
+  /** Its heartbeat stopped: the registry reaped it after 3 s (killed, hung, stopped past 3 s). */
+  | 'aged-out'
+  /** It left while its heartbeat was fresh: a clean exit. */
+  | 'left';
+
 export interface DisplayRow {
   peer: PeerRow;
   /** When the renderer saw it leave (ms on the renderer's clock); null while it is present. */
   departedAtMs: number | null;
+  departedHow: DepartureKind | null;
 }
 
 export interface Departure {
@@ -54,27 +61,37 @@ export interface Departure {
   pid: number;
   name: string;
   atMs: number;
+  how: DepartureKind;
 }
 
 /**
  * The rows to show after a new registry view: present peers as they are now, departed ones kept
- * (faded, with their last figures) for DEPARTED_VISIBLE_MS, in slot order. A slot taken over by a
- * new pid shows the new peer only.
+ * (faded, with their last figures) for DEPARTED_VISIBLE_MS, in slot order. A peer that vanishes
+ * with a late heartbeat (past 2 s) aged out; one that vanishes with a fresh heartbeat left. A slot
+ * taken over by a new pid shows the new peer only.
  */
 export function reconcileRows(previous: readonly DisplayRow[], current: readonly PeerRow[], nowMs: number): { rows: DisplayRow[]; departures: Departure[] } {
   const present = new Set(current.map(peerIdentity));
   const occupiedSlots = new Set(current.map((peer) => peer.slot));
-  const rows: DisplayRow[] = current.map((peer) => ({ peer, departedAtMs: null }));
+  const rows: DisplayRow[] = current.map((peer) => ({ peer, departedAtMs: null, departedHow: null }));
   const departures: Departure[] = [];
   for (const row of previous) {
     if (present.has(peerIdentity(row.peer))) continue;
     if (occupiedSlots.has(row.peer.slot)) continue;
     const departedAtMs = row.departedAtMs ?? nowMs;
-    if (row.departedAtMs === null) departures.push({ slot: row.peer.slot, pid: row.peer.pid, name: row.peer.name, atMs: nowMs });
-    if (nowMs - departedAtMs < DEPARTED_VISIBLE_MS) rows.push({ peer: { ...row.peer, active: false, sharePct: 0 }, departedAtMs });
+    const departedHow = row.departedHow ?? (row.peer.heartbeatAgeMs > AGE_RED_MS ? 'aged-out' : 'left');
+    if (row.departedAtMs === null) departures.push({ slot: row.peer.slot, pid: row.peer.pid, name: row.peer.name, atMs: nowMs, how: departedHow });
+    if (nowMs - departedAtMs < DEPARTED_VISIBLE_MS) rows.push({ peer: { ...row.peer, active: false, sharePct: 0 }, departedAtMs, departedHow });
   }
   rows.sort((a, b) => a.peer.slot - b.peer.slot);
   return { rows, departures };
+}
+
+/** The core says a peer aged out: its row leaves now (if it is still listed) as aged out. */
+export function markAgedOut(rows: readonly DisplayRow[], slot: number, pid: number, nowMs: number): DisplayRow[] {
+  return rows.map((row) =>
+    row.peer.slot === slot && row.peer.pid === pid ? { peer: { ...row.peer, active: false, sharePct: 0 }, departedAtMs: row.departedAtMs ?? nowMs, departedHow: 'aged-out' } : row,
+  );
 }
 
 /** Departed rows whose notice has run its time: drop them without a new registry view. */

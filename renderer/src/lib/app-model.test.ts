@@ -24,19 +24,27 @@ describe('applyEvent', () => {
   });
 
   it('keeps a departed peer with a notice, and one notice for the aged-out event too', () => {
-    const two = appState({ devices: [deviceView({ peers: [peerRow({ slot: 0, pid: 1 }), peerRow({ slot: 1, pid: 2, name: 'coder' })] })] });
+    const two = appState({ devices: [deviceView({ peers: [peerRow({ slot: 0, pid: 1 }), peerRow({ slot: 1, pid: 2, name: 'coder', heartbeatAgeMs: 2900 })] })] });
     const one = appState({ devices: [deviceView({ peers: [peerRow({ slot: 0, pid: 1 })] })] });
     let model = applyEvent(initialModel(), { type: 'state', state: two }, at(1000));
     model = applyEvent(model, { type: 'aged-out', gpuKey: 'GPU-1234', slot: 1, name: 'coder', pid: 2 }, at(1100));
     model = applyEvent(model, { type: 'state', state: one }, at(1200));
-    expect(model.rows['GPU-1234']?.map((r) => [r.peer.slot, r.departedAtMs])).toEqual([
-      [0, null],
-      [1, 1200],
+    expect(model.rows['GPU-1234']?.map((r) => [r.peer.slot, r.departedAtMs, r.departedHow])).toEqual([
+      [0, null, null],
+      [1, 1100, 'aged-out'],
     ]);
     expect(model.notices.map((n) => n.text)).toEqual(['"coder" (pid 2, slot 1) aged out: no heartbeat for 3 s']);
-    model = tick(model, 1200 + DEPARTED_VISIBLE_MS);
+    model = tick(model, 1100 + DEPARTED_VISIBLE_MS);
     expect(model.rows['GPU-1234']).toHaveLength(1);
     expect(tick(model, 1100 + NOTICE_MS).notices).toEqual([]);
+  });
+
+  it('announces a peer whose heartbeat went stale and not one that left cleanly', () => {
+    const withPeers = (peers: ReturnType<typeof peerRow>[]) => appState({ devices: [deviceView({ peers })] });
+    let model = applyEvent(initialModel(), { type: 'state', state: withPeers([peerRow({ slot: 0, pid: 1, heartbeatAgeMs: 2800 }), peerRow({ slot: 1, pid: 2, heartbeatAgeMs: 200 })]) }, at(0));
+    model = applyEvent(model, { type: 'state', state: withPeers([]) }, at(10));
+    expect(model.notices.map((n) => n.text)).toEqual(['"qwen-chat" (pid 1, slot 0) aged out: no heartbeat for 3 s']);
+    expect(model.rows['GPU-1234']?.map((r) => r.departedHow)).toEqual(['aged-out', 'left']);
   });
 
   it('seeds logs from the engine view and appends log events, bounded', () => {

@@ -5,7 +5,7 @@
  * engine, departed peers still on screen, and notices.
  */
 import type { AppEvent, AppState, EngineView, PlacementPlan } from '../../../electron/core/contract.js';
-import { expireRows, reconcileRows, type DisplayRow } from './age.js';
+import { expireRows, markAgedOut, reconcileRows, type DisplayRow } from './age.js';
 import type { TimelineSample } from './timeline-model.js';
 import { TIMELINE_SPAN_US } from './timeline-model.js';
 
@@ -87,6 +87,7 @@ function foldState(model: AppModel, state: AppState, stamp: Stamp): AppModel {
     const reconciled = reconcileRows(model.rows[device.key] ?? [], device.peers, stamp.wallMs);
     rows[device.key] = reconciled.rows;
     for (const departure of reconciled.departures) {
+      if (departure.how !== 'aged-out') continue;
       notices = addNotice(notices, {
         id: agedOutId(device.key, departure.slot, departure.pid),
         text: `"${departure.name}" (pid ${departure.pid}, slot ${departure.slot}) aged out: no heartbeat for 3 s`,
@@ -130,9 +131,11 @@ export function applyEvent(model: AppModel, event: AppEvent, stamp: Stamp): AppM
       const kept = [...(model.overshoots[event.engineId] ?? []), ...values].slice(-OVERSHOOTS_KEPT);
       return { ...model, overshoots: { ...model.overshoots, [event.engineId]: kept } };
     }
-    case 'aged-out':
+    case 'aged-out': {
+      const rows = model.rows[event.gpuKey];
       return {
         ...model,
+        rows: rows === undefined ? model.rows : { ...model.rows, [event.gpuKey]: markAgedOut(rows, event.slot, event.pid, stamp.wallMs) },
         notices: addNotice(model.notices, {
           id: agedOutId(event.gpuKey, event.slot, event.pid),
           text: `"${event.name}" (pid ${event.pid}, slot ${event.slot}) aged out: no heartbeat for 3 s`,
@@ -140,6 +143,7 @@ export function applyEvent(model: AppModel, event: AppEvent, stamp: Stamp): AppM
           atMs: stamp.wallMs,
         }),
       };
+    }
   }
 }
 

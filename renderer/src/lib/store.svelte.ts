@@ -102,7 +102,8 @@ export class DashboardStore {
   }
 
   /** Engine id → its name (for plans, which carry ids only). */
-  nameOfEngine = (engineId: string): string => this.model.state?.engines.find((e) => e.id === engineId)?.name ?? engineId;
+  nameOfEngine = (engineId: string): string =>
+    this.model.state?.engines.find((e) => e.id === engineId)?.name ?? this.devices.flatMap((d) => d.peers).find((p) => p.engineId === engineId)?.name ?? engineId;
 
   notify(text: string, tone: Notice['tone'] = 'info'): void {
     this.noticeCounter++;
