@@ -6,7 +6,7 @@
 // then fail at start; so packaging stops here with the list of what is missing.
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join, relative } from 'node:path';
+import { join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describeBinaryFile } from './native-binary.mjs';
 
@@ -36,6 +36,9 @@ function filesUnder(dir) {
   return out;
 }
 
+/** A path for messages: relative to the project, with forward slashes on every system. */
+const shown = (projectDir, path) => relative(projectDir, path).split(sep).join('/');
+
 function builtFor(path, platform, arch) {
   const kind = describeBinaryFile(path);
   if (kind === null) return 'is not a native binary';
@@ -61,11 +64,11 @@ export function nativePartProblems(projectDir, platform, arch) {
   for (const file of helperFiles) {
     const path = join(helperDir, file);
     if (!existsSync(path)) {
-      problems.push(`${relative(projectDir, path)} is missing: build it on a ${target} machine with \`npm run build:native\``);
+      problems.push(`${shown(projectDir, path)} is missing: build it on a ${target} machine with \`npm run build:native\``);
       continue;
     }
     const wrong = builtFor(path, platform, arch);
-    if (wrong) problems.push(`${relative(projectDir, path)} ${wrong}, not ${target}`);
+    if (wrong) problems.push(`${shown(projectDir, path)} ${wrong}, not ${target}`);
   }
 
   const koffiDir = join(projectDir, 'node_modules', '@koromix', `koffi-${platform}-${arch}`);
@@ -75,7 +78,7 @@ export function nativePartProblems(projectDir, platform, arch) {
   }
   for (const addon of koffiAddons) {
     const wrong = builtFor(addon, platform, arch);
-    if (wrong) problems.push(`${relative(projectDir, addon)} ${wrong}, not ${target}`);
+    if (wrong) problems.push(`${shown(projectDir, addon)} ${wrong}, not ${target}`);
   }
 
   const prefix = `${OS_NAMES[platform]}-${arch}`;
@@ -87,7 +90,7 @@ export function nativePartProblems(projectDir, platform, arch) {
   }
   for (const addon of llamaAddons) {
     const wrong = builtFor(addon, platform, arch);
-    if (wrong) problems.push(`${relative(projectDir, addon)} ${wrong}, not ${target}`);
+    if (wrong) problems.push(`${shown(projectDir, addon)} ${wrong}, not ${target}`);
   }
   return problems;
 }

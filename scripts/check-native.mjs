@@ -5,7 +5,7 @@
 // runs it on each system before packaging; .ci/run checks the mingw-w64 cross-build with objdump.
 import koffi from 'koffi';
 import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { HELPER_FILES } from './before-pack.mjs';
 import { describeBinaryFile } from './native-binary.mjs';
@@ -54,4 +54,4 @@ function main() {
   console.log(`check-native: ${target}: ${files.join(', ')} built for ${target}; exports ${names.join(' ')}`);
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) main();
+if (process.argv[1] && fileURLToPath(import.meta.url) === resolve(process.argv[1])) main();

@@ -29,7 +29,8 @@ const config = loadBuilderConfig();
 const pkg = JSON.parse(readFileSync(join(projectRoot, 'package.json'), 'utf8')) as { name: string; version: string; scripts: Record<string, string>; main: string };
 const schema = JSON.parse(readFileSync(require.resolve('app-builder-lib/scheme.json'), 'utf8')) as object;
 const workflow = readYaml(join(projectRoot, '.github', 'workflows', 'release.yml'));
-const readme = readFileSync(join(projectRoot, 'README.md'), 'utf8');
+// Line endings as checked out (CRLF on Windows runners) do not matter.
+const readme = readFileSync(join(projectRoot, 'README.md'), 'utf8').replace(/\r\n/g, '\n');
 
 /** A README section: from its heading to the next heading of the same level. */
 function section(text: string, heading: string): string {
