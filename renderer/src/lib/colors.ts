@@ -24,12 +24,18 @@ export function slotHue(slot: number): number {
   return (HUE_OFFSET + ((index * SLOT_STRIDE) % SLOT_COUNT) * HUE_STEP) % 360;
 }
 
+/** Lightness steps through three levels by slot, so that two slots whose hues happen to be
+ *  close (45° apart) still differ in brightness. */
+const LIGHTNESS = [47, 38, 57] as const;
+
 export function peerColour(slot: number): PeerColour {
   const hue = Math.round(slotHue(slot) * 10) / 10;
+  const index = Number.isInteger(slot) && slot >= 0 ? slot % SLOT_COUNT : 0;
+  const lightness = LIGHTNESS[index % LIGHTNESS.length] ?? 47;
   return {
     hue,
-    solid: `hsl(${hue} 68% 47%)`,
-    light: `hsl(${hue} 68% 47% / 0.28)`,
+    solid: `hsl(${hue} 68% ${lightness}%)`,
+    light: `hsl(${hue} 68% ${lightness}% / 0.28)`,
   };
 }
 
