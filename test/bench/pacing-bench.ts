@@ -414,7 +414,18 @@ function table(results: ScenarioResult[]): string {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, builtin: { type: 'boolean', default: false } } });
+  const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, builtin: { type: 'boolean', default: false }, 'token-ms': { type: 'string' }, modes: { type: 'string' } } });
+  const tokenMs = values['token-ms'] === undefined ? TOKEN_MS : Number(values['token-ms']);
+  if (!Number.isFinite(tokenMs) || tokenMs < 0.5 || tokenMs > 100) {
+    console.error(`--token-ms: must be a number of milliseconds from 0.5 to 100 (got ${values['token-ms']})`);
+    process.exit(2);
+  }
+  const modes = values.modes === undefined ? MODES : values.modes.split(',');
+  const unknown = modes.filter((m) => !(MODES as string[]).includes(m));
+  if (unknown.length > 0) {
+    console.error(`--modes: unknown mode ${unknown.join(', ')} (modes: ${MODES.join(', ')})`);
+    process.exit(2);
+  }
   if (process.platform !== 'linux' || spawnSync('sh', ['-c', 'command -v taskset']).status !== 0) {
     console.error('bench:pacing needs Linux with taskset (util-linux) to pin every engine to one core');
     process.exit(2);
@@ -427,12 +438,12 @@ async function main(): Promise<void> {
   spawnSync('taskset', ['-a', '-p', '-c', '1', String(process.pid)], { stdio: 'ignore' });
   const helper = loadRegistryHelper();
   const wallUs = (): number => helper.wallUs();
-  const calibration = spawnSync('taskset', ['-c', '0', process.execPath, BURN_ENGINE, '--calibrate', '--token-ms', String(TOKEN_MS)], { encoding: 'utf8' });
+  const calibration = spawnSync('taskset', ['-c', '0', process.execPath, BURN_ENGINE, '--calibrate', '--token-ms', String(tokenMs)], { encoding: 'utf8' });
   const iterations = (JSON.parse(calibration.stdout) as { iterations: number }).iterations;
   const dir = mkdtempSync(join(tmpdir(), 'gpushare-bench-'));
   const scenarios = values.quick ? SCENARIOS.filter((s) => s.name === '2:1') : SCENARIOS;
   const started = Date.now();
-  log(`pacing benchmark: ${TOKEN_MS} ms tokens (${iterations} iterations), all engines on core 0; ${scenarios.length} scenarios × ${MODES.length} modes`);
+  log(`pacing benchmark: ${tokenMs} ms tokens (${iterations} iterations), all engines on core 0; ${scenarios.length} scenarios × ${modes.length} modes`);
   const results: ScenarioResult[] = [];
   try {
     if (values.builtin && scenarios.some((s) => s.builtin)) {
@@ -445,6 +456,7 @@ async function main(): Promise<void> {
     for (const scenario of scenarios) {
       let freeSolo: number | null = null;
       for (const mode of MODES) {
+        if (!modes.includes(mode)) continue;
         if (mode === 'builtin' && !(values.builtin && scenario.builtin)) continue;
         const result = await runScenario(mode, scenario, iterations, dir, wallUs, mode === 'static' ? freeSolo : null);
         if (mode === 'free') freeSolo = result.solo_tokps;
@@ -458,7 +470,7 @@ async function main(): Promise<void> {
     rmSync(dir, { recursive: true, force: true });
   }
   const seconds = round((Date.now() - started) / 1000, 1);
-  const report = { benchmark: 'pacing', date: new Date().toISOString(), token_ms: TOKEN_MS, iterations, duration_s: seconds, quick: values.quick, scenarios: results };
+  const report = { benchmark: 'pacing', date: new Date().toISOString(), token_ms: tokenMs, iterations, duration_s: seconds, quick: values.quick, scenarios: results };
   const outDir = join(ROOT, 'bench-results');
   mkdirSync(outDir, { recursive: true });
   writeFileSync(join(outDir, values.quick ? 'pacing-quick.json' : 'pacing.json'), `${JSON.stringify(report, null, 2)}\n`);
