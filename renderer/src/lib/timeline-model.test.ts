@@ -75,6 +75,16 @@ describe('buildTimeline', () => {
     expect(model.periodLines).toHaveLength(62);
   });
 
+  it('stacks lanes from the top, at most 64 px tall, with a gap', () => {
+    const tall = buildTimeline(steady(2), { nowUs: NOW, width: W, height: 600 });
+    expect(tall.lanes.map((l) => [l.top, l.height])).toEqual([
+      [0, 64],
+      [68, 64],
+    ]);
+    const short = buildTimeline(steady(2), { nowUs: NOW, width: W, height: 100 });
+    expect(short.lanes.map((l) => l.height)).toEqual([48, 48]);
+  });
+
   it('clips at the 10 s edge', () => {
     const model = buildTimeline(steady(12), { nowUs: NOW, width: W, height: H });
     const leftmost = model.rects.filter((r) => r.kind === 'window' && r.slot === 1).sort((a, b) => a.x - b.x)[0];

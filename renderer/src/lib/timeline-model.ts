@@ -95,7 +95,11 @@ export interface TimelineOptions {
   spanUs?: number;
   /** Vertical gap between lanes, px. */
   laneGap?: number;
+  /** Lanes grow to fill the height up to this, px (two peers need not be 200 px tall). */
+  maxLaneHeight?: number;
 }
+
+export const MAX_LANE_HEIGHT = 64;
 
 /**
  * The core's wall clock as seen from the renderer: offset = performance-clock µs − core µs for
@@ -148,7 +152,7 @@ export function buildTimeline(samples: readonly TimelineSample[], options: Timel
   for (const { sample } of intervals) for (const peer of sample.peers) names.set(peer.slot, peer.name);
   const slots = [...names.keys()].sort((a, b) => a - b);
   const gap = options.laneGap ?? 4;
-  const laneHeight = slots.length === 0 ? 0 : Math.max(0, (height - gap * (slots.length - 1)) / slots.length);
+  const laneHeight = slots.length === 0 ? 0 : Math.min(options.maxLaneHeight ?? MAX_LANE_HEIGHT, Math.max(0, (height - gap * (slots.length - 1)) / slots.length));
   const lanes: Lane[] = slots.map((slot, i) => ({ slot, name: names.get(slot) ?? `slot ${slot}`, top: i * (laneHeight + gap), height: laneHeight }));
   const laneOf = new Map(lanes.map((lane) => [lane.slot, lane]));
 
