@@ -1,0 +1,280 @@
+/**
+ * The dashboard in Debian's Chromium (playwright-core) against a real `gpu-share serve` on a
+ * simulated device with real engines: the token hand-over, adding and launching a model through
+ * the plan, a weight changed with the keyboard reaching the registry, the timeline drawing the
+ * windows /api/state schedules, a killed engine ageing out, the VRAM bar and plan history, the
+ * settings, the 800×600 layout and the connection state when the server goes away.
+ *
+ * Needs `npm run build:ts` and `npm run build:renderer` first (it runs the built CLI and serves
+ * the built dashboard); skipped, saying why, when those or Chromium are missing.
+ */
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AppState, LaunchOutcome, PeerRow } from '../../electron/core/contract.js';
+import { GiB } from '../../electron/core/planner/policy.js';
+import { TINY_GGUF_SPEC, writeGguf } from '../../test/fixtures/gguf.js';
+import { BURN_ENGINE } from '../../test/fixtures/procs.js';
+import { removeSegment } from '../../test/fixtures/segments.js';
+import { call, startServe, state, until, type Served } from '../../test/fixtures/serve.js';
+import { stepWeight } from '../src/lib/weight.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
+const missing = [
+  existsSync(CHROMIUM) ? null : `no Chromium at ${CHROMIUM} (set CHROMIUM_PATH)`,
+  existsSync(join(ROOT, 'dist', 'renderer', 'index.html')) ? null : 'dashboard not built (npm run build:renderer)',
+  existsSync(join(ROOT, 'dist', 'electron', 'cli.js')) && existsSync(BURN_ENGINE) ? null : 'core not built (npm run build:ts)',
+].filter((reason): reason is string => reason !== null);
+
+const KEY = `GPU-e2e-${process.pid}`;
+let dir = '';
+let served: Served | null = null;
+let browser: Browser | null = null;
+let page: Page;
+
+const server = (): Served => {
+  if (served === null) throw new Error('gpu-share serve is not running');
+  return served;
+};
+
+const device = async (): Promise<AppState['devices'][number]> => {
+  const found = (await state(server())).devices.find((d) => d.key === KEY);
+  if (found === undefined) throw new Error(`device ${KEY} not in /api/state`);
+  return found;
+};
+
+const peerNamed = async (name: string): Promise<PeerRow | undefined> => (await device()).peers.find((p) => p.name === name);
+
+async function launchBurner(id: string, weight: number): Promise<void> {
+  const profile = { id, name: id, capabilities: [id], engineKind: 'command', command: process.execPath, args: [BURN_ENGINE, '--mode', 'unaware', '--duration-s', '120'], contextSize: 256, priority: 'background', weight };
+  expect((await call(server(), 'POST', '/api/profiles', profile)).status).toBe(201);
+  const launched = await call<LaunchOutcome>(server(), 'POST', '/api/engines', { profileId: id });
+  expect(launched.status, JSON.stringify(launched.body)).toBe(202);
+  expect(launched.body.engine).not.toBeNull();
+}
+
+describe.skipIf(missing.length > 0)(`dashboard in Chromium against gpu-share serve${missing.length > 0 ? ` — skipped: ${missing.join('; ')}` : ''}`, () => {
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'gpushare-e2e-'));
+    writeGguf(join(dir, 'tiny.gguf'), TINY_GGUF_SPEC);
+    const sim = join(dir, 'sim.json');
+    writeFileSync(sim, JSON.stringify({ devices: [{ key: KEY, name: 'Sim 24GB', totalBytes: 24 * GiB, usedBytes: 1 * GiB, processes: null, health: 'OK' }] }));
+    served = await startServe({ dataDir: join(dir, 'data'), sim });
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    page = await browser.newPage({ viewport: { width: 1100, height: 720 } });
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await served?.stop();
+    removeSegment(KEY);
+    if (dir !== '') rmSync(dir, { recursive: true, force: true });
+  }, 30_000);
+
+  it('opens with the token from the fragment, takes it out of the address bar and goes live', async () => {
+    const s = server();
+    const refused: string[] = [];
+    page.on('response', (response) => {
+      if (response.status() === 401) refused.push(response.url());
+    });
+    await page.goto(`${s.base}/#token=${s.token}`);
+    await page.locator('[data-testid="connection-state"][data-state="live"]').waitFor({ timeout: 10_000 });
+    expect(page.url()).toBe(`${s.base}/`);
+    expect(await page.evaluate(() => sessionStorage.getItem('gpu-share.token'))).toBe(s.token);
+    await expect.poll(() => page.getByTestId('device-picker').textContent()).toContain(KEY);
+    expect(await page.getByTestId('device-picker').textContent()).toContain('Sim 24GB');
+    expect(await page.getByTestId('pacing-summary').textContent()).toBe('no peers');
+    expect(await page.getByTestId('pressure-badge').textContent()).toBe('NORMAL');
+    // A reload keeps working from the tab's stored token.
+    await page.reload();
+    await page.locator('[data-testid="connection-state"][data-state="live"]').waitFor({ timeout: 10_000 });
+    expect(refused).toEqual([]);
+
+    const stranger = await browser!.newPage();
+    await stranger.goto(`${s.base}/`);
+    await stranger.getByTestId('no-token').waitFor();
+    expect(await stranger.getByTestId('no-token').textContent()).toContain('#token=');
+    await stranger.close();
+  });
+
+  it('adds a model with its estimate, shows the plan, launches it and follows it to running', async () => {
+    const modelPath = join(dir, 'tiny.gguf');
+    const expected = await call<{ peakBytes: number }>(server(), 'POST', '/api/estimate', { modelPath });
+    await page.getByTestId('nav-models').click();
+    await page.getByTestId('add-model-open').click();
+    await page.getByTestId('model-path').fill(modelPath);
+    await page.getByTestId('model-path').blur();
+    await expect.poll(() => page.getByTestId('model-estimate').textContent(), { timeout: 10_000 }).toContain('needs about');
+    expect(await page.getByTestId('model-estimate').textContent()).toContain(`${(expected.body.peakBytes / GiB).toFixed(2)} GiB`);
+    expect(await page.getByTestId('model-name').inputValue()).toBe('tiny');
+    await page.locator('#add-contextSize').fill('256');
+    await page.getByTestId('save-model').click();
+
+    const card = page.locator('[data-testid="profile-card"][data-profile="tiny"]');
+    await card.waitFor({ timeout: 10_000 });
+    expect(await card.getAttribute('data-phase')).toBe('stopped');
+    await card.getByTestId('launch').click();
+    await page.getByTestId('plan-verdict').waitFor({ timeout: 10_000 });
+    expect(await page.getByTestId('plan-verdict').textContent()).toBe('fits');
+    expect(await page.getByTestId('plan-headline').textContent()).toMatch(/^ADMIT: needs [\d.]+ (GiB|MiB), [\d.]+ GiB schedulable/);
+    // Nothing starts from the preview.
+    expect((await state(server())).engines.filter((e) => e.profileId === 'tiny')).toEqual([]);
+    await page.getByTestId('confirm-launch').click();
+    await page.getByTestId('plan-dialog').waitFor({ state: 'detached', timeout: 10_000 });
+    await expect.poll(() => card.getAttribute('data-phase'), { timeout: 30_000, interval: 100 }).toMatch(/^(running|idle)$/);
+    const engine = (await state(server())).engines.find((e) => e.profileId === 'tiny');
+    expect(engine?.state).toBe('running');
+  }, 60_000);
+
+  it('changes a weight with the keyboard and the number field; the registry follows', async () => {
+    await page.getByTestId('nav-peers').click();
+    const peer = await until(() => peerNamed('tiny'), 10_000, 'the tiny engine in the registry');
+    expect(peer.engineId).not.toBeNull();
+    const row = page.locator(`[data-testid="peer-row"][data-slot="${peer.slot}"]`);
+    await row.waitFor();
+    const slider = row.getByTestId('weight-slider');
+    await slider.focus();
+    await page.keyboard.press('ArrowUp');
+    const stepped = stepWeight(peer.weight, 'ArrowUp');
+    await until(async () => ((await peerNamed('tiny'))?.weight === stepped ? true : undefined), 5_000, `weight ${stepped} in the registry`);
+    await page.keyboard.press('Home');
+    await until(async () => ((await peerNamed('tiny'))?.weight === 0.1 ? true : undefined), 5_000, 'weight 0.1 in the registry');
+
+    const field = row.getByTestId('weight-input');
+    await field.fill('250');
+    await field.press('Enter');
+    expect(await field.getAttribute('aria-invalid')).toBe('true');
+    await field.fill('2.5');
+    await field.press('Enter');
+    await until(async () => ((await peerNamed('tiny'))?.weight === 2.5 ? true : undefined), 5_000, 'weight 2.5 in the registry');
+    await expect.poll(() => slider.getAttribute('data-weight')).toBe('2.5');
+  }, 30_000);
+
+  it('draws on the timeline the windows /api/state schedules, at a usable frame rate', async () => {
+    await launchBurner('burner-a', 2);
+    await launchBurner('burner-b', 1);
+    const scheduled = await until(
+      async () => {
+        const d = await device();
+        return d.schedule !== null && d.schedule.windows.length >= 2 ? d.schedule : undefined;
+      },
+      15_000,
+      'two active peers in the schedule',
+    );
+    await page.getByTestId('nav-timeline').click();
+    const canvas = page.getByTestId('timeline-canvas');
+    await canvas.waitFor();
+    // Let the schedule fill a few seconds of the timeline, and the fps meter its first second.
+    await page.waitForTimeout(3_000);
+    const drawn = await page.evaluate(() => window.__gpuShareTimeline ?? null);
+    if (drawn === null) throw new Error('the timeline exposed no model');
+    const now = await device();
+    expect(now.schedule?.periodUs).toBe(scheduled.periodUs);
+    expect(drawn.periodUs).toBe(scheduled.periodUs);
+    for (const window of scheduled.windows) {
+      const count = drawn.windowsPerSlot[String(window.slot)] ?? 0;
+      // At least 2.5 s of periods drawn, never more than the 10 s span holds (+1 clipped at each end).
+      expect(count, `windows of slot ${window.slot}`).toBeGreaterThanOrEqual(Math.floor(2_500_000 / scheduled.periodUs));
+      expect(count).toBeLessThanOrEqual(Math.ceil(drawn.spanUs / scheduled.periodUs) + 2);
+      expect(drawn.lanes.map((lane) => lane.slot)).toContain(window.slot);
+    }
+    expect(Number(await canvas.getAttribute('data-fps'))).toBeGreaterThanOrEqual(10);
+
+    // Hover finds a window with its stall bound: sweep leftwards along burner-a's lane.
+    const lane = drawn.lanes.findIndex((l) => l.name === 'burner-a');
+    const box = await canvas.boundingBox();
+    if (box === null || lane < 0) throw new Error('no canvas or lane');
+    const y = box.y + lane * 68 + 20;
+    let tip: string | null = null;
+    for (let x = box.x + box.width - 2; x > box.x + box.width - 80 && tip === null; x -= 3) {
+      await page.mouse.move(x, y);
+      if ((await page.getByTestId('timeline-tip').count()) > 0) tip = await page.getByTestId('timeline-tip').textContent();
+    }
+    expect(tip).toContain('burner-a');
+    expect(tip).toContain('stall bound');
+    const mine = scheduled.windows.find((w) => w.slot === drawn.lanes[lane]?.slot);
+    expect(tip).toContain(`${Math.round((mine?.stallBoundUs ?? 0) / 1000)} ms`);
+  }, 60_000);
+
+  it('kills an engine from Peers: its heartbeat turns late, then the row ages out with a notice', async () => {
+    await page.getByTestId('nav-peers').click();
+    const peer = await until(() => peerNamed('burner-b'), 5_000, 'burner-b in the registry');
+    const row = page.locator(`[data-testid="peer-row"][data-slot="${peer.slot}"][data-pid="${peer.pid}"]`);
+    await row.getByTestId('kill').click();
+    expect(await row.getByTestId('kill').textContent()).toBe('Confirm kill');
+    const killedAt = Date.now();
+    await row.getByTestId('kill').click();
+    const levels = new Set<string>();
+    await until(
+      async () => {
+        const level = await row.getByTestId('heartbeat-age').getAttribute('data-level', { timeout: 1_000 }).catch(() => null);
+        if (level !== null) levels.add(level);
+        return (await row.getAttribute('data-departed', { timeout: 1_000 }).catch(() => null)) === 'true' ? true : undefined;
+      },
+      8_000,
+      'the killed peer to leave',
+      50,
+    );
+    const leftAfter = Date.now() - killedAt;
+    expect(leftAfter).toBeGreaterThan(2_000);
+    expect([...levels].some((level) => level === 'amber' || level === 'red')).toBe(true);
+    expect(await row.getByTestId('aged-out').textContent()).toBe('aged out');
+    await expect.poll(() => page.getByTestId('notice').allTextContents()).toContainEqual(expect.stringContaining('"burner-b"'));
+    await row.waitFor({ state: 'detached', timeout: 8_000 });
+  }, 30_000);
+
+  it('stacks the VRAM bar to the device total and lists the plans, filtered by verdict', async () => {
+    await page.getByTestId('nav-gpu').click();
+    const bar = page.getByTestId('vram-bar').first();
+    await bar.waitFor();
+    const total = (await device()).vram?.totalBytes ?? 0;
+    const segments = await bar.locator('[data-bytes]').evaluateAll((els) => els.map((el) => Number(el.getAttribute('data-bytes'))));
+    expect(segments.length).toBeGreaterThanOrEqual(3);
+    expect(Math.abs(segments.reduce((a, b) => a + b, 0) - total)).toBeLessThan(1024 ** 2);
+    expect(await page.getByTestId('plan-row').count()).toBeGreaterThanOrEqual(4);
+    await page.getByTestId('plan-filter').selectOption('REJECT_HEALTH');
+    expect(await page.getByTestId('plan-row').count()).toBe(0);
+    await page.getByTestId('plan-filter').selectOption('ADMIT');
+    expect(await page.getByTestId('plan-row').count()).toBeGreaterThanOrEqual(4);
+
+    await page.getByTestId('lab-paused').check();
+    await until(async () => ((await state(server())).policy.labPaused ? true : undefined), 5_000, 'lab paused');
+    await page.getByTestId('lab-paused').uncheck();
+    await until(async () => (!(await state(server())).policy.labPaused ? true : undefined), 5_000, 'lab resumed');
+  }, 30_000);
+
+  it('shows the API port and the token in Settings', async () => {
+    await page.getByTestId('nav-settings').click();
+    expect(await page.getByTestId('api-port').textContent()).toBe(String(server().port));
+    expect(await page.getByTestId('api-token').textContent()).not.toContain(server().token);
+    await page.getByRole('button', { name: 'Show' }).click();
+    expect(await page.getByTestId('api-token').textContent()).toBe(server().token);
+    expect(await page.getByTestId('policy-revision').textContent()).toContain('m10-v1');
+  });
+
+  it('fits 800×600: every view without a page-wide horizontal scroll, the peers table included', async () => {
+    await page.setViewportSize({ width: 800, height: 600 });
+    for (const view of ['peers', 'timeline', 'models', 'gpu', 'settings']) {
+      await page.getByTestId(`nav-${view}`).click();
+      await page.waitForTimeout(150);
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      expect(overflow, view).toBeLessThanOrEqual(0);
+    }
+    await page.getByTestId('nav-peers').click();
+    const table = page.getByTestId('peers-table');
+    const fits = await table.evaluate((el) => (el.parentElement === null ? false : el.scrollWidth <= el.parentElement.clientWidth + 1));
+    expect(fits).toBe(true);
+    // Alt+digit moves between the views.
+    await page.keyboard.press('Alt+2');
+    await page.getByTestId('timeline-canvas').waitFor();
+  });
+
+  it('shows the connection lost when the server goes away', async () => {
+    await server().stop();
+    await page.locator('[data-testid="connection-state"][data-state="lost"]').waitFor({ timeout: 10_000 });
+  }, 30_000);
+});
