@@ -83,7 +83,8 @@ describe.skipIf(missing.length > 0)(`dashboard in Chromium against gpu-share ser
     });
     await page.goto(`${s.base}/#token=${s.token}`);
     await page.locator('[data-testid="connection-state"][data-state="live"]').waitFor({ timeout: 10_000 });
-    expect(page.url()).toBe(`${s.base}/`);
+    // The token is gone from the address; the fragment now names the view.
+    expect(page.url()).toBe(`${s.base}/#peers`);
     expect(await page.evaluate(() => sessionStorage.getItem('gpu-share.token'))).toBe(s.token);
     await expect.poll(() => page.getByTestId('device-picker').textContent()).toContain(KEY);
     expect(await page.getByTestId('device-picker').textContent()).toContain('Sim 24GB');

@@ -4,6 +4,7 @@ import { backoffDelayMs } from './connection.js';
 import { canKill, canStop, cardState, engineForProfile } from './engine-state.js';
 import { pacingSummary, pressureTone, shareSegments } from './pacing.js';
 import { takeToken, tokenFromFragment, TOKEN_STORAGE_KEY } from './token.js';
+import { viewForShortcut, viewFromHash } from './views.js';
 import { deviceView, engineView, peerRow } from '../test/fixtures.js';
 
 describe('peer colours', () => {
@@ -110,5 +111,16 @@ describe('token', () => {
     expect(takeToken(env('').env)).toBeNull();
     expect(tokenFromFragment('#view=gpu&token=t2')).toBe('t2');
     expect(tokenFromFragment('#token=')).toBeNull();
+  });
+});
+
+describe('views', () => {
+  it('reads a view from the address and from Alt+digit', () => {
+    expect(viewFromHash('#timeline')).toBe('timeline');
+    expect(viewFromHash('#token=abc')).toBeNull();
+    expect(viewFromHash('')).toBeNull();
+    expect(viewForShortcut({ altKey: true, ctrlKey: false, metaKey: false, key: '4' })).toBe('gpu');
+    expect(viewForShortcut({ altKey: false, ctrlKey: false, metaKey: false, key: '4' })).toBeNull();
+    expect(viewForShortcut({ altKey: true, ctrlKey: false, metaKey: false, key: '9' })).toBeNull();
   });
 });

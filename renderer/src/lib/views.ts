@@ -17,3 +17,9 @@ export function viewForShortcut(event: Pick<KeyboardEvent, 'altKey' | 'ctrlKey' 
   const index = Number(event.key) - 1;
   return Number.isInteger(index) ? (VIEWS[index]?.id ?? null) : null;
 }
+
+/** `#timeline` → 'timeline'; anything else (a token fragment, nothing) → null. */
+export function viewFromHash(hash: string): ViewId | null {
+  const id = hash.startsWith('#') ? hash.slice(1) : hash;
+  return isViewId(id) ? id : null;
+}
