@@ -302,7 +302,7 @@ class GpuShareCore implements Core {
       policy: this.policyView(),
       plans: this.history.list().slice(-50).reverse(),
       gateway: { queueDepth: this.gateway.depth, queueLimit: this.gateway.limit },
-      api: { port: this.apiPort, dataDir: this.dataDir },
+      api: { port: this.apiPort, dataDir: this.dataDir, token: this.settings.get().apiToken },
     };
   }
 

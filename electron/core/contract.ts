@@ -116,7 +116,9 @@ export interface AppState {
   /** Newest first. */
   plans: PlacementPlan[];
   gateway: { queueDepth: number; queueLimit: number };
-  api: { port: number | null; dataDir: string };
+  /** The loopback API; the token goes only to those who hold it already (the HTTP state needs it)
+   *  or to the app's own window (IPC), whose Settings shows it. */
+  api: { port: number | null; dataDir: string; token: string };
 }
 
 /** What the core pushes, in order; `state` arrives a few times a second and on every change. */

@@ -56,6 +56,6 @@ export function sketchState(): AppState {
     policy: { labPaused: false, draining: false, idleUnloadMinutes: null, revision: 'm10-v1' },
     plans: [],
     gateway: { queueDepth: 0, queueLimit: 64 },
-    api: { port: 7787, dataDir: '/tmp/gpu-share' },
+    api: { port: 7787, dataDir: '/tmp/gpu-share', token: 'shell-token-0123456789abcdefghijklmnopqrstuvwx' },
   };
 }

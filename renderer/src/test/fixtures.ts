@@ -70,7 +70,7 @@ export function appState(overrides: Partial<AppState> = {}): AppState {
     policy: { labPaused: false, draining: false, idleUnloadMinutes: null, revision: 'm10-v1' },
     plans: [],
     gateway: { queueDepth: 0, queueLimit: 32 },
-    api: { port: 7787, dataDir: '/home/user/.local/share/gpu-share' },
+    api: { port: 7787, dataDir: '/home/user/.local/share/gpu-share', token: 'fixture-token-0123456789abcdefghijklmnopqrstuv' },
     ...overrides,
   };
 }
