@@ -250,8 +250,9 @@ export class Gateway {
   private forward(req: IncomingMessage, res: ServerResponse, engine: EngineView, path: CompletionPath, request: CompletionRequest, position: number): Promise<ForwardOutcome> {
     const payload = JSON.stringify({ ...request.body, model: engine.profileId });
     return new Promise<ForwardOutcome>((resolve) => {
+      let streaming = false;
       const cut = (): void => {
-        if (!res.writableEnded && res.getHeader('content-type')?.toString().startsWith('text/event-stream') === true) {
+        if (!res.writableEnded && streaming) {
           const error = new ApiError('ENGINE_GONE', `engine ${engine.id} stopped while answering; send the request again`);
           res.end(`data: ${JSON.stringify(error.toBody())}\n\n`);
         } else {
@@ -265,6 +266,7 @@ export class Gateway {
           const headers: Record<string, string> = { 'x-gpushare-queue-position': String(position), 'x-gpushare-engine': engine.id, 'cache-control': 'no-store' };
           const type = answer.headers['content-type'];
           if (type !== undefined) headers['content-type'] = type;
+          streaming = type?.startsWith('text/event-stream') === true;
           res.writeHead(answer.statusCode ?? 502, headers);
           res.flushHeaders();
           answer.on('data', (chunk: Buffer) => res.write(chunk));
