@@ -50,6 +50,8 @@ interface Scenario {
 }
 
 const OTHERS_START_S = 2.5;
+/** Seconds of whole periods measured per scenario (--measure-s). */
+let MEASURE_S = 3.6;
 const SCENARIOS: Scenario[] = [
   { name: 'solo', engines: [{ weight: 1 }], ratioTarget: false },
   { name: '2:1', engines: [{ weight: 2 }, { weight: 1 }], ratioTarget: true, builtin: true },
@@ -79,13 +81,13 @@ interface Timeline {
 }
 
 /** @param startupS extra seconds an engine needs before its first token (loading a model) */
-function timelineOf(scenario: Scenario, startupS = 0): Timeline {
+function timelineOf(scenario: Scenario, startupS = 0, measureS = MEASURE_S): Timeline {
   const starts = scenario.engines.map((e, i) => (i === 0 ? 0 : (e.startS ?? OTHERS_START_S) + startupS));
   const lastStart = Math.max(...starts);
   const alone = scenario.engines.length === 1;
   const shares = computeShares(scenario.engines.map((e) => e.weight));
   const periodUs = alone ? 100_000 : buildSchedule(shares.map((share, slot) => ({ slot, share }))).periodUs;
-  const periods = Math.floor(3_600_000 / periodUs);
+  const periods = Math.floor((measureS * 1e6) / periodUs);
   const measureFromS = alone ? OTHERS_START_S + startupS : lastStart + 1 + startupS;
   // +1 period: the start is aligned up to the next period boundary.
   const measureEndS = measureFromS + ((periods + 1) * periodUs) / 1e6;
@@ -414,7 +416,14 @@ function table(results: ScenarioResult[]): string {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, builtin: { type: 'boolean', default: false }, 'token-ms': { type: 'string' }, modes: { type: 'string' } } });
+  const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, builtin: { type: 'boolean', default: false }, 'token-ms': { type: 'string' }, modes: { type: 'string' }, scenarios: { type: 'string' }, 'measure-s': { type: 'string' } } });
+  if (values['measure-s'] !== undefined) {
+    MEASURE_S = Number(values['measure-s']);
+    if (!Number.isFinite(MEASURE_S) || MEASURE_S < 1 || MEASURE_S > 600) {
+      console.error(`--measure-s: must be a number of seconds from 1 to 600 (got ${values['measure-s']})`);
+      process.exit(2);
+    }
+  }
   const tokenMs = values['token-ms'] === undefined ? TOKEN_MS : Number(values['token-ms']);
   if (!Number.isFinite(tokenMs) || tokenMs < 0.5 || tokenMs > 100) {
     console.error(`--token-ms: must be a number of milliseconds from 0.5 to 100 (got ${values['token-ms']})`);
@@ -441,7 +450,13 @@ async function main(): Promise<void> {
   const calibration = spawnSync('taskset', ['-c', '0', process.execPath, BURN_ENGINE, '--calibrate', '--token-ms', String(tokenMs)], { encoding: 'utf8' });
   const iterations = (JSON.parse(calibration.stdout) as { iterations: number }).iterations;
   const dir = mkdtempSync(join(tmpdir(), 'gpushare-bench-'));
-  const scenarios = values.quick ? SCENARIOS.filter((s) => s.name === '2:1') : SCENARIOS;
+  const names = values.quick ? ['2:1'] : values.scenarios?.split(',') ?? SCENARIOS.map((s) => s.name);
+  const unknownScenarios = names.filter((n) => !SCENARIOS.some((s) => s.name === n));
+  if (unknownScenarios.length > 0) {
+    console.error(`--scenarios: unknown scenario ${unknownScenarios.join(', ')} (scenarios: ${SCENARIOS.map((s) => s.name).join(', ')})`);
+    process.exit(2);
+  }
+  const scenarios = SCENARIOS.filter((s) => names.includes(s.name));
   const started = Date.now();
   log(`pacing benchmark: ${tokenMs} ms tokens (${iterations} iterations), all engines on core 0; ${scenarios.length} scenarios × ${modes.length} modes`);
   const results: ScenarioResult[] = [];
