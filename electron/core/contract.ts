@@ -308,33 +308,34 @@ export const DEFAULT_API_PORT = 7787;
 // Argument checks, run by the core for every transport (IPC arguments are untrusted as well).
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
-const describe = (value: unknown): string => (value === undefined ? 'nothing' : value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value === 'string' ? `"${value.slice(0, 40)}"` : typeof value === 'number' ? String(value) : `a ${typeof value}`);
+/** A value as an error message shows it: `"text"`, 42, null, nothing, an array, a boolean. */
+export const describeValue = (value: unknown): string => (value === undefined ? 'nothing' : value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value === 'string' ? `"${value.slice(0, 40)}"` : typeof value === 'number' ? String(value) : `a ${typeof value}`);
 
 export function badField(field: string, message: string): ApiError {
   return new ApiError('BAD_REQUEST', `${field}: ${message}`, { field });
 }
 
 export function requireRecord(value: unknown, field: string): Record<string, unknown> {
-  if (!isRecord(value)) throw badField(field, `must be an object, got ${describe(value)}`);
+  if (!isRecord(value)) throw badField(field, `must be an object, got ${describeValue(value)}`);
   return value;
 }
 
 export function requireString(value: unknown, field: string, maxLength = 4096): string {
-  if (typeof value !== 'string' || value.length === 0) throw badField(field, `must be a non-empty string, got ${describe(value)}`);
+  if (typeof value !== 'string' || value.length === 0) throw badField(field, `must be a non-empty string, got ${describeValue(value)}`);
   if (value.length > maxLength) throw badField(field, `must be at most ${maxLength} characters`);
   return value;
 }
 
 export function requireWeight(value: unknown, field = 'weight'): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0.01 || value > 100) {
-    throw badField(field, `must be a number from 0.01 to 100, got ${describe(value)}`);
+    throw badField(field, `must be a number from 0.01 to 100, got ${describeValue(value)}`);
   }
   return value;
 }
 
 export function requireEngineId(value: unknown): string {
   const id = requireString(value, 'id', 80);
-  if (!/^[a-z0-9-]+$/.test(id)) throw badField('id', `not an engine id: ${describe(value)}`);
+  if (!/^[a-z0-9-]+$/.test(id)) throw badField('id', `not an engine id: ${describeValue(value)}`);
   return id;
 }
 
@@ -352,13 +353,13 @@ export function parsePolicyPatch(value: unknown): PolicyPatch {
   for (const key of ['labPaused', 'draining'] as const) {
     const v = body[key];
     if (v === undefined) continue;
-    if (typeof v !== 'boolean') throw badField(key, `must be true or false, got ${describe(v)}`);
+    if (typeof v !== 'boolean') throw badField(key, `must be true or false, got ${describeValue(v)}`);
     patch[key] = v;
   }
   const minutes = body['idleUnloadMinutes'];
   if (minutes !== undefined) {
     if (minutes !== null && (typeof minutes !== 'number' || !Number.isInteger(minutes) || minutes < 0 || minutes > 100_000)) {
-      throw badField('idleUnloadMinutes', `must be a whole number of minutes (0–100000) or null, got ${describe(minutes)}`);
+      throw badField('idleUnloadMinutes', `must be a whole number of minutes (0–100000) or null, got ${describeValue(minutes)}`);
     }
     patch.idleUnloadMinutes = minutes;
   }

@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
-import { ApiError, badField, requireRecord, type AppEvent, type EngineView, type Profile } from '../contract.js';
+import { ApiError, badField, describeValue, requireRecord, type AppEvent, type EngineView, type Profile } from '../contract.js';
 import type { Core } from '../app-types.js';
 import { explainReason } from '../planner/describe.js';
 import type { Priority } from '../planner/policy.js';
@@ -31,13 +31,12 @@ export interface CompletionRequest {
   body: Record<string, unknown>;
 }
 
-const describe = (value: unknown): string => (Array.isArray(value) ? 'an array' : value === null ? 'null' : typeof value);
 
 function optionalNumber(body: Record<string, unknown>, field: string, min: number, max: number, integer: boolean): void {
   const value = body[field];
   if (value === undefined || value === null) return;
   if (typeof value !== 'number' || !Number.isFinite(value) || (integer && !Number.isInteger(value)) || value < min || value > max) {
-    throw badField(field, `must be ${integer ? 'a whole number' : 'a number'} from ${min} to ${max}, got ${typeof value === 'number' ? String(value) : describe(value)}`);
+    throw badField(field, `must be ${integer ? 'a whole number' : 'a number'} from ${min} to ${max}, got ${describeValue(value)}`);
   }
 }
 
@@ -45,10 +44,10 @@ function optionalNumber(body: Record<string, unknown>, field: string, min: numbe
 export function parseCompletionRequest(path: CompletionPath, value: unknown, capabilities: ReadonlySet<string>): CompletionRequest {
   const body = requireRecord(value, 'body');
   const model = body['model'];
-  if (typeof model !== 'string' || model === '') throw badField('model', `must name a capability (${[...capabilities].join(', ') || 'no profile defines one yet'}), got ${describe(model)}`);
+  if (typeof model !== 'string' || model === '') throw badField('model', `must name a capability (${[...capabilities].join(', ') || 'no profile defines one yet'}), got ${describeValue(model)}`);
   if (!capabilities.has(model)) throw badField('model', `unknown capability "${model.slice(0, 64)}"; known: ${[...capabilities].join(', ') || 'none (add a profile)'}`);
   const stream = body['stream'];
-  if (stream !== undefined && stream !== null && typeof stream !== 'boolean') throw badField('stream', `must be true or false, got ${describe(stream)}`);
+  if (stream !== undefined && stream !== null && typeof stream !== 'boolean') throw badField('stream', `must be true or false, got ${describeValue(stream)}`);
   optionalNumber(body, 'max_tokens', 1, MAX_TOKENS_LIMIT, true);
   optionalNumber(body, 'max_completion_tokens', 1, MAX_TOKENS_LIMIT, true);
   optionalNumber(body, 'temperature', 0, 2, false);
@@ -56,7 +55,7 @@ export function parseCompletionRequest(path: CompletionPath, value: unknown, cap
   let shape: string;
   if (path === '/v1/chat/completions') {
     const messages = body['messages'];
-    if (!Array.isArray(messages) || messages.length === 0 || messages.length > 10_000) throw badField('messages', `must be a non-empty array of messages, got ${describe(messages)}`);
+    if (!Array.isArray(messages) || messages.length === 0 || messages.length > 10_000) throw badField('messages', `must be a non-empty array of messages, got ${describeValue(messages)}`);
     let chars = 0;
     messages.forEach((message: unknown, i) => {
       const m = requireRecord(message, `messages[${i}]`);
@@ -64,14 +63,14 @@ export function parseCompletionRequest(path: CompletionPath, value: unknown, cap
       const content = m['content'];
       if (typeof content === 'string') chars += content.length;
       else if (Array.isArray(content)) chars += JSON.stringify(content).length;
-      else throw badField(`messages[${i}].content`, `must be a string or an array of parts, got ${describe(content)}`);
+      else throw badField(`messages[${i}].content`, `must be a string or an array of parts, got ${describeValue(content)}`);
     });
     shape = `messages=${messages.length} chars=${chars}`;
   } else {
     const prompt = body['prompt'];
     if (typeof prompt === 'string') shape = `prompt chars=${prompt.length}`;
     else if (Array.isArray(prompt) && prompt.length > 0 && prompt.every((p) => typeof p === 'string')) shape = `prompts=${prompt.length}`;
-    else throw badField('prompt', `must be a string or an array of strings, got ${describe(prompt)}`);
+    else throw badField('prompt', `must be a string or an array of strings, got ${describeValue(prompt)}`);
   }
   const hash = createHash('sha256').update(JSON.stringify(body)).digest('hex').slice(0, 12);
   return { capability: model, stream: stream === true, shape: `${shape} sha256=${hash}`, body };
