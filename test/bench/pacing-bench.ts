@@ -80,8 +80,12 @@ interface Timeline {
   lengthS: number;
 }
 
-/** @param startupS extra seconds an engine needs before its first token (loading a model) */
-function timelineOf(scenario: Scenario, startupS = 0, measureS = MEASURE_S): Timeline {
+/**
+ * @param startupS extra seconds an engine needs before its first token (loading a model)
+ * @param stopLingerS how long the others stay in the registry after they are stopped: 0 when they
+ *   leave it (SIGTERM), 3 s plus margin when they are killed and their slots must age out
+ */
+function timelineOf(scenario: Scenario, startupS = 0, measureS = MEASURE_S, stopLingerS = 0): Timeline {
   const starts = scenario.engines.map((e, i) => (i === 0 ? 0 : (e.startS ?? OTHERS_START_S) + startupS));
   const lastStart = Math.max(...starts);
   const alone = scenario.engines.length === 1;
@@ -99,13 +103,13 @@ function timelineOf(scenario: Scenario, startupS = 0, measureS = MEASURE_S): Tim
   return {
     starts,
     baseline: [0.4 + startupS, (alone ? OTHERS_START_S + startupS : Math.min(...starts.slice(1))) - 0.05],
-    after: bracket ? [measureEndS + 0.5, measureEndS + 2] : afterEvent,
+    after: bracket ? [measureEndS + 0.5 + stopLingerS, measureEndS + 2 + stopLingerS] : afterEvent,
     othersStopS: bracket ? measureEndS : null,
     measureFromS,
     periods,
     periodUs,
     eventS,
-    lengthS: eventS !== null ? eventS + 4 : bracket ? measureEndS + 2.1 : measureEndS + 0.3,
+    lengthS: eventS !== null ? eventS + 4 : bracket ? measureEndS + 2.1 + stopLingerS : measureEndS + 0.3,
   };
 }
 
@@ -297,8 +301,10 @@ function enginePid(mode: Mode, child: ChildProcess): number | undefined {
 async function runScenario(mode: Mode, scenario: Scenario, iterations: number, dir: string, wallUs: () => number, soloOverride: number | null): Promise<ScenarioResult> {
   const gpuKey = `bench-${process.pid}-${mode}-${scenario.name.replace(/[^A-Za-z0-9]/g, '')}`.slice(0, 40);
   const helper = loadRegistryHelper();
-  // A built-in engine loads llama.cpp and its model before its first token.
-  const timeline = timelineOf(scenario, mode === 'builtin' ? 3.5 : 0);
+  // A built-in engine loads llama.cpp and its model before its first token; the second one does so
+  // while the first decodes on the same core.
+  // Built-in engines are stopped with SIGKILL (see othersStopS below): their slots age out in 3 s.
+  const timeline = mode === 'builtin' ? timelineOf(scenario, 6, MEASURE_S, 3.5) : timelineOf(scenario);
   const t0 = wallUs();
   const children: (ChildProcess | null)[] = scenario.engines.map(() => null);
   const outs = scenario.engines.map((_, i) => join(dir, `${gpuKey}-${i}.jsonl`));
@@ -346,8 +352,13 @@ async function runScenario(mode: Mode, scenario: Scenario, iterations: number, d
   const after = timeline.after === null ? null : rateOf(zero, t0 + timeline.after[0] * 1e6, t0 + timeline.after[1] * 1e6);
   const soloTokps = soloOverride ?? (after === null ? before : (before + after) / 2);
   const period = timeline.periodUs;
-  const fromUs = Math.ceil((t0 + timeline.measureFromS * 1e6) / period) * period;
-  const toUs = fromUs + timeline.periods * period;
+  // Everyone must be decoding before the measurement starts: an engine that loads a model under
+  // contention (the built-in one) may start later than planned. Start a second after the last
+  // first token, and end where the scenario stops the others (or its end).
+  const allDecodingUs = Math.max(...outputs.map((o) => (o.tokens[0] ?? Number.POSITIVE_INFINITY) + 1e6));
+  const fromUs = Math.ceil(Math.max(t0 + timeline.measureFromS * 1e6, Number.isFinite(allDecodingUs) ? allDecodingUs : 0) / period) * period;
+  const plannedEndUs = Math.ceil((t0 + timeline.measureFromS * 1e6) / period) * period + timeline.periods * period;
+  const toUs = fromUs + Math.max(1, Math.floor((plannedEndUs - fromUs) / period)) * period;
   const tokps = outputs.map((o) => round(rateOf(o, fromUs, toUs), 1));
   const weights = scenario.engines.map((e) => e.weight);
   const shares = computeShares(weights);
