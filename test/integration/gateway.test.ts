@@ -154,6 +154,7 @@ describe('on a roomy device', () => {
     await Promise.all(clients);
     const counts = { fast: after.fast - before.fast, slow: after.slow - before.slow };
     const ratio = counts.fast / counts.slow;
+    console.info(`gateway 2:1: ${counts.fast} / ${counts.slow} tokens in 5 s, ratio ${ratio.toFixed(3)}`);
     expect(counts.slow, JSON.stringify(counts)).toBeGreaterThan(20);
     expect(ratio, JSON.stringify(counts)).toBeGreaterThan(2 * 0.85);
     expect(ratio, JSON.stringify(counts)).toBeLessThan(2 * 1.15);
