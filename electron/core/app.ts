@@ -292,12 +292,15 @@ class GpuShareCore implements Core {
 
   snapshot(): AppState {
     const nowUs = this.clock.wallUs();
-    const devices = this.deviceKeys().map((key) => this.deviceView(key, nowUs));
+    // One registry read per device for the whole state.
+    const peersByKey = new Map(this.deviceKeys().map((key) => [key, this.alivePeers(key)]));
+    const devices = [...peersByKey].map(([key, peers]) => this.deviceView(key, nowUs, peers));
+    const enginePeers = peersByKey.get(this.gpuKey) ?? this.alivePeers(this.gpuKey);
     return {
       contractVersion: CONTRACT_VERSION,
       wallUs: nowUs,
       devices,
-      engines: this.supervisor.list().map((e) => this.engineView(e)),
+      engines: this.supervisor.list().map((e) => this.engineView(e, enginePeers)),
       profiles: this.profiles.list(),
       policy: this.policyView(),
       plans: this.history.list().slice(-50).reverse(),
@@ -413,14 +416,15 @@ class GpuShareCore implements Core {
     }
   }
 
-  /** The registry peer of a managed engine: its slot's pid (the host) or owner (`gpu-share run`). */
-  private peerOf(engine: Pick<EngineStatus, 'pid'>): AlivePeer | undefined {
-    return this.alivePeers(this.gpuKey).find((p) => p.record.pid === engine.pid || p.record.ownerPid === engine.pid);
+  /** The registry peer of a managed engine: its slot's pid (the host) or owner (`gpu-share run`).
+   *  `peers`: the engines' device's alive peers when the caller has read them already. */
+  private peerOf(engine: Pick<EngineStatus, 'pid'>, peers: readonly AlivePeer[] = this.alivePeers(this.gpuKey)): AlivePeer | undefined {
+    return peers.find((p) => p.record.pid === engine.pid || p.record.ownerPid === engine.pid);
   }
 
-  private engineView(status: EngineStatus): EngineView {
+  private engineView(status: EngineStatus, peers?: readonly AlivePeer[]): EngineView {
     const active = status.state === 'running' || status.state === 'loading';
-    const peer = active ? this.peerOf(status) : undefined;
+    const peer = active ? this.peerOf(status, peers) : undefined;
     let weight: number;
     try {
       weight = this.supervisor.weightOf(status.id);
@@ -450,10 +454,9 @@ class GpuShareCore implements Core {
     };
   }
 
-  private deviceView(key: string, nowUs: number): DeviceView {
+  private deviceView(key: string, nowUs: number, peers: readonly AlivePeer[]): DeviceView {
     const sample = this.sampler.latest(key);
     const fresh = sample !== null && !isStale(sample, nowUs);
-    const peers = this.alivePeers(key);
     const engines = key === this.gpuKey ? this.supervisor.list().filter((e) => e.state === 'running' || e.state === 'loading') : [];
     const rows: PeerRow[] = peers.map((peer) => {
       const engine = engines.find((e) => e.pid === peer.record.pid || e.pid === peer.record.ownerPid);
@@ -480,7 +483,7 @@ class GpuShareCore implements Core {
       source: sample?.source ?? null,
       health: fresh ? sample.health : 'UNKNOWN',
       pressure: this.pressureOf(key).level,
-      vram: fresh ? this.vramView(sample, engines) : null,
+      vram: fresh ? this.vramView(sample, engines, peers) : null,
       telemetryProblem: problem,
       peers: rows,
       schedule:
@@ -493,12 +496,12 @@ class GpuShareCore implements Core {
     };
   }
 
-  private vramView(sample: DeviceSample, engines: EngineStatus[]): VramView {
+  private vramView(sample: DeviceSample, engines: EngineStatus[], peers: readonly AlivePeer[]): VramView {
     const known = sample.processes !== null;
     const engineBytes = engines.map((e) => {
       const measured = sample.processes?.find((p) => p.pid === e.pid)?.usedBytes ?? null;
       const bytes = measured ?? e.residentBytes ?? this.supervisor.residents().find((r) => r.id === e.id)?.envelopeBytes ?? 0;
-      return { engineId: e.id, name: e.name, slot: this.peerOf(e)?.record.slot ?? null, bytes };
+      return { engineId: e.id, name: e.name, slot: this.peerOf(e, peers)?.record.slot ?? null, bytes };
     });
     const managed = engineBytes.reduce((sum, e) => sum + e.bytes, 0);
     const leaseBytes = this.leases.active(sample.sampledAtUs).reduce((sum, l) => sum + Math.max(0, l.reservedBytes - l.materializedBytes), 0);

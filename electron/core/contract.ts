@@ -280,7 +280,7 @@ export const ipcChannel = (method: ApiMethod): string => `${IPC_INVOKE_PREFIX}${
 /** HTTP: how each method maps onto the loopback API (paths under the server's origin). */
 export interface HttpRoute {
   method: 'GET' | 'POST' | 'PUT' | 'DELETE';
-  /** Path with `:id` placeholders. */
+  /** Path; `:id` stands for the engine's or profile's id. */
   path: string;
 }
 export const HTTP_ROUTES: Readonly<Record<ApiMethod, HttpRoute>> = {
