@@ -122,7 +122,12 @@ describe('on a roomy device', () => {
     controller.abort();
     await leaving;
     await until(async () => ((await state(served)).gateway.queueDepth === 0 ? true : undefined), 2_000, 'the queue to empty');
+    // The engine is still the first request's: the next one waits for it (leaving freed a place in
+    // the line, not the engine).
+    const next = streamChat(served, 'chat', 4);
+    await until(async () => ((await state(served)).gateway.queueDepth === 1 ? true : undefined), 2_000, 'the next request waiting');
     expect((await first).status).toBe(200);
+    expect((await next).status).toBe(200);
   }, 60_000);
 
   it.skipIf(!hasTaskset)('two clients streaming at once to engines of weights 2:1 get tokens 2:1 (±15 %)', async () => {

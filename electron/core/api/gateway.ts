@@ -115,8 +115,9 @@ export class Gateway {
       return;
     }
     let gone = false;
+    // 'close' also follows a response we finished: only an unfinished one means the client left.
     const onGone = (): void => {
-      gone = true;
+      if (!res.writableFinished) gone = true;
     };
     res.on('close', onGone);
     const started = Date.now();
@@ -141,8 +142,14 @@ export class Gateway {
       // Wait for our turn on this engine.
       let granted: () => void = () => undefined;
       const turn = new Promise<void>((resolve) => (granted = resolve));
-      const place = this.queue.enter(engine.id, priority, () => granted());
+      // Whether the engine was given to us (then we must release it), or we stopped waiting.
+      let ours = false;
+      const place = this.queue.enter(engine.id, priority, () => {
+        ours = true;
+        granted();
+      });
       const leaveIfGone = (): void => {
+        if (ours) return;
         place.leave();
         granted();
       };
@@ -150,7 +157,7 @@ export class Gateway {
       await turn;
       res.off('close', leaveIfGone);
       if (gone) {
-        this.queue.release(engine.id);
+        if (ours) this.queue.release(engine.id);
         this.metrics.countRequest('client_gone');
         return;
       }
