@@ -125,6 +125,15 @@ describe('security', () => {
     await stillServing();
   });
 
+  it('answers a malformed %-escape in the path with a 400, on the API and for files', async () => {
+    for (const path of ['/api/engines/%E0%A4%A/stop', '/%E0%A4%A.js']) {
+      const answer = await rawRequest(served.port, { method: path.startsWith('/api') ? 'POST' : 'GET', path, headers: { authorization: `Bearer ${served.token}` } });
+      expect(answer.status, path).toBe(400);
+      expect(JSON.parse(answer.text)).toMatchObject({ error: { code: 'BAD_REQUEST', field: 'path' } });
+    }
+    await stillServing();
+  });
+
   it('answers unknown paths and methods with the error envelope', async () => {
     const missing = await call<{ error: { code: string } }>(served, 'GET', '/api/nothing');
     expect(missing.status).toBe(404);

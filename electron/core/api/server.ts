@@ -59,6 +59,15 @@ export interface ApiServer {
 /** For the dashboard's HTML: nothing from elsewhere, no inline script, no framing. */
 export const DASHBOARD_CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
+/** A path segment, decoded; a malformed %-escape is the client's error, not ours. */
+function decodeSegment(raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw new ApiError('BAD_REQUEST', `path: malformed %-escape in ${JSON.stringify(raw.slice(0, 80))}`, { field: 'path' });
+  }
+}
+
 const CONTENT_TYPES: Readonly<Record<string, string>> = {
   '.html': 'text/html; charset=utf-8',
   '.js': 'text/javascript; charset=utf-8',
@@ -188,7 +197,7 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
   function serveStatic(ctx: RequestContext): boolean {
     if (options.staticDir === null || (ctx.req.method !== 'GET' && ctx.req.method !== 'HEAD')) return false;
     const root = resolve(options.staticDir);
-    const relative = ctx.url.pathname === '/' ? 'index.html' : decodeURIComponent(ctx.url.pathname).slice(1);
+    const relative = ctx.url.pathname === '/' ? 'index.html' : decodeSegment(ctx.url.pathname).slice(1);
     const file = normalize(join(root, relative));
     if (!file.startsWith(root + sep) || !existsSync(file) || !statSync(file).isFile()) return false;
     const type = CONTENT_TYPES[extname(file)] ?? 'application/octet-stream';
@@ -229,7 +238,7 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
       }
       priority = who.priority;
     }
-    const params = (route.pattern.exec(url.pathname) ?? []).slice(1).map((p) => decodeURIComponent(p));
+    const params = (route.pattern.exec(url.pathname) ?? []).slice(1).map(decodeSegment);
     await route.handle({ req, res, url, priority }, params);
   }
 
