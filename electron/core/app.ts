@@ -43,8 +43,8 @@ import type { OperatorControls, PlacementPlan } from './planner/types.js';
 import { RegistryObserver } from './registry/observer.js';
 import { RegistrySegment } from './registry/segment.js';
 import { buildPeersView, type AlivePeer, type GpuPeersView } from './registry/view.js';
-import { CpuProvider } from './telemetry/cpu-provider.js';
 import { discoverTelemetry } from './telemetry/discovery.js';
+import { residentBytesOf } from './telemetry/resident.js';
 import { TelemetrySampler } from './telemetry/sampler.js';
 import { isStale, type DeviceSample, type TelemetryProvider } from './telemetry/types.js';
 
@@ -129,12 +129,11 @@ class GpuShareCore implements Core {
       launchers: options.launchers,
       gpuKey: this.gpuKey,
       residentBytes: (pid) => {
-        // On the host CPU as a device, an engine's memory is its resident set: track it.
-        if (provider instanceof CpuProvider) {
-          provider.trackPids([pid]);
-          this.sampler.tick();
-        }
-        return this.sampler.latest(this.gpuKey)?.processes?.find((p) => p.pid === pid)?.usedBytes ?? null;
+        const running = this.supervisor.list().filter((e) => e.state === 'loading' || e.state === 'running').map((e) => e.pid);
+        return residentBytesOf(provider, pid, running, () => {
+          this.sampler.tick(); // a sample that includes it
+          return this.sampler.latest(this.gpuKey);
+        });
       },
       isActive: (engine) => this.peerOf(engine)?.record.active ?? null,
       inUse: (id) => this.gateway.serving(id),

@@ -13,7 +13,7 @@ import { POLICY_M10_V1, type Priority } from '../planner/policy.js';
 import { PressureTracker } from '../planner/pressure.js';
 import { snapshotFromSample, usedFraction } from '../planner/snapshot.js';
 import { discoverTelemetry } from '../telemetry/discovery.js';
-import { CpuProvider } from '../telemetry/cpu-provider.js';
+import { residentBytesOf } from '../telemetry/resident.js';
 import { ProfileStore, type Profile } from '../engines/profiles.js';
 import { launchSpecFor } from '../engines/launch-spec.js';
 import { spawnEngineProcess } from '../engines/spawn.js';
@@ -122,11 +122,7 @@ export async function runLaunch(options: LaunchOptions, io: CommandIo, clock: Cl
     spawn: spawnEngineProcess,
     launchers: options.launchers,
     gpuKey,
-    residentBytes: (pid) => {
-      // On the host CPU as a device, an engine's memory is its resident set: track it.
-      if (provider instanceof CpuProvider) provider.trackPids([pid]);
-      return sampleNow()?.processes?.find((p) => p.pid === pid)?.usedBytes ?? null;
-    },
+    residentBytes: (pid) => residentBytesOf(provider, pid, [], sampleNow),
     onEvent,
   });
   if (options.tty) io.err('');
