@@ -18,6 +18,7 @@ import { loadRegistryHelper } from '../../native/helper.js';
 import { TINY_GGUF_SPEC, writeGguf } from '../fixtures/gguf.js';
 import { BUILTIN_HOST, CLI, exitOf, hasTaskset } from '../fixtures/procs.js';
 import { removeSegment, testKey } from '../fixtures/segments.js';
+import { sseData } from '../fixtures/sse.js';
 
 const helper = loadRegistryHelper();
 const clock = systemClock(() => helper.wallUs());
@@ -55,20 +56,11 @@ async function streamChat(port: number, maxTokens: number, onChunk?: () => void)
   });
   expect(response.status).toBe(200);
   let chunks = 0;
-  let buffered = '';
-  const decoder = new TextDecoder();
-  for await (const part of response.body ?? []) {
-    buffered += decoder.decode(part as Uint8Array, { stream: true });
-    let end: number;
-    while ((end = buffered.indexOf('\n\n')) >= 0) {
-      const event = buffered.slice(0, end);
-      buffered = buffered.slice(end + 2);
-      if (!event.startsWith('data: ') || event === 'data: [DONE]') continue;
-      const data = JSON.parse(event.slice(6)) as { choices: { delta?: { content?: string } }[] };
-      if (data.choices[0]?.delta?.content) {
-        chunks++;
-        onChunk?.();
-      }
+  for await (const payload of sseData(response.body)) {
+    const data = JSON.parse(payload) as { choices: { delta?: { content?: string } }[] };
+    if (data.choices[0]?.delta?.content) {
+      chunks++;
+      onChunk?.();
     }
   }
   return chunks;
