@@ -27,6 +27,7 @@ import {
   type VramView,
 } from './contract.js';
 import type { Core, CoreOptions, GatewayView } from './app-types.js';
+import type { Settings } from './settings.js';
 import { launchSpecFor } from './engines/launch-spec.js';
 import { ProfileError, ProfileNotFoundError, ProfileStore } from './engines/profiles.js';
 import { spawnEngineProcess } from './engines/spawn.js';
@@ -291,6 +292,7 @@ class GpuShareCore implements Core {
 
   snapshot(): AppState {
     const nowUs = this.clock.wallUs();
+    const settings = this.settings.get();
     // One registry read per device for the whole state.
     const peersByKey = new Map(this.deviceKeys().map((key) => [key, this.alivePeers(key)]));
     const devices = [...peersByKey].map(([key, peers]) => this.deviceView(key, nowUs, peers));
@@ -301,10 +303,10 @@ class GpuShareCore implements Core {
       devices,
       engines: this.supervisor.list().map((e) => this.engineView(e, enginePeers)),
       profiles: this.profiles.list(),
-      policy: this.policyView(),
+      policy: this.policyView(settings),
       plans: this.history.list().slice(-50).reverse(),
       gateway: { queueDepth: this.gateway.depth, queueLimit: this.gateway.limit },
-      api: { port: this.apiPort, dataDir: this.dataDir, token: this.settings.get().apiToken },
+      api: { port: this.apiPort, dataDir: this.dataDir, token: settings.apiToken },
     };
   }
 
@@ -341,8 +343,7 @@ class GpuShareCore implements Core {
     return { draining: settings.draining, labPaused: settings.labPaused, allowedCapabilities: null };
   }
 
-  private policyView(): PolicyView {
-    const settings = this.settings.get();
+  private policyView(settings: Settings = this.settings.get()): PolicyView {
     return { labPaused: settings.labPaused, draining: settings.draining, idleUnloadMinutes: settings.idleUnloadMinutes, revision: POLICY_M10_V1.revision };
   }
 

@@ -300,6 +300,25 @@ export const HTTP_ROUTES: Readonly<Record<ApiMethod, HttpRoute>> = {
 };
 export const HTTP_EVENTS_PATH = '/api/events';
 
+/**
+ * The dashboard's content security policy, for the app's window and for `serve`: nothing from
+ * elsewhere, no inline script, nothing evaluated, framed or posted. Inline style is allowed (the
+ * components set style attributes: a peer's colour, a bar's width), images may be data: URLs.
+ */
+export const DASHBOARD_CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "font-src 'self'",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-src 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
 /** The default port: not llama-server's 8080, Ollama's 11434, LM Studio's 1234, vLLM's 8000,
  *  text-generation-webui's 5000/7860, nor Jan's 1337. */
 export const DEFAULT_API_PORT = 7787;
@@ -333,6 +352,15 @@ export function requireWeight(value: unknown, field = 'weight'): number {
   return value;
 }
 
+export function requireProfileId(value: unknown): string {
+  return requireString(value, 'id', 40);
+}
+
+export function requireBoolean(value: unknown, field: string): boolean {
+  if (typeof value !== 'boolean') throw badField(field, `must be true or false, got ${describeValue(value)}`);
+  return value;
+}
+
 export function requireEngineId(value: unknown): string {
   const id = requireString(value, 'id', 80);
   if (!/^[a-z0-9-]+$/.test(id)) throw badField('id', `not an engine id: ${describeValue(value)}`);
@@ -351,10 +379,7 @@ export function parsePolicyPatch(value: unknown): PolicyPatch {
     if (key !== 'labPaused' && key !== 'draining' && key !== 'idleUnloadMinutes') throw badField(key, 'unknown field (labPaused, draining, idleUnloadMinutes)');
   }
   for (const key of ['labPaused', 'draining'] as const) {
-    const v = body[key];
-    if (v === undefined) continue;
-    if (typeof v !== 'boolean') throw badField(key, `must be true or false, got ${describeValue(v)}`);
-    patch[key] = v;
+    if (body[key] !== undefined) patch[key] = requireBoolean(body[key], key);
   }
   const minutes = body['idleUnloadMinutes'];
   if (minutes !== undefined) {

@@ -74,12 +74,16 @@ export interface ConfLike {
 }
 
 export function settingsFrom(conf: ConfLike): SettingsStore {
+  // Read once: `conf.store` reads and validates the file on every access, and the state (several
+  // times a second) asks for the settings. This process is the file's one writer.
+  let current = conf.store;
   return {
     file: conf.path,
-    get: () => structuredClone(conf.store),
+    get: () => structuredClone(current),
     update(patch) {
-      const next = { ...conf.store, ...patch };
+      const next = { ...current, ...patch };
       conf.store = next; // conf validates against the schema and throws on a bad value
+      current = next;
       return structuredClone(next);
     },
   };

@@ -9,7 +9,9 @@ import {
   badField,
   parseLaunchRequest,
   parsePolicyPatch,
+  requireBoolean,
   requireEngineId,
+  requireProfileId,
   requireRecord,
   requireString,
   requireWeight,
@@ -71,7 +73,6 @@ function takeArguments(method: string, args: readonly unknown[], count: number):
   if (args.length !== count) throw badField('arguments', `${method} takes ${count} argument${count === 1 ? '' : 's'}, got ${args.length}`);
 }
 
-const requireProfileId = (value: unknown): string => requireString(value, 'id', 40);
 
 /** Told the verdict of every plan made through IPC, by the profile asked for (plans themselves
  *  carry no profile id): the tray's Launch menu shows the last one. */
@@ -146,9 +147,7 @@ export function callShell(shell: ShellExtras, method: ShellMethod, args: readonl
       return shell.getLaunchAtLogin();
     case 'setLaunchAtLogin': {
       takeArguments(method, args, 1);
-      const enabled = args[0];
-      if (typeof enabled !== 'boolean') throw badField('enabled', `must be true or false, got ${typeof enabled}`);
-      return shell.setLaunchAtLogin(enabled);
+      return shell.setLaunchAtLogin(requireBoolean(args[0], 'enabled'));
     }
   }
 }

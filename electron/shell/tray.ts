@@ -75,7 +75,7 @@ export function setupTray(options: TrayOptions): AppTray {
         core.killEngine(action.engineId).catch(failed('killing the engine'));
         return;
       case 'launch': {
-        const name = core.snapshot().profiles.find((profile) => profile.id === action.profileId)?.name ?? action.profileId;
+        const name = latest.profiles.find((profile) => profile.id === action.profileId)?.name ?? action.profileId;
         core
           .launch({ profileId: action.profileId })
           .then((outcome) => {
@@ -105,10 +105,24 @@ export function setupTray(options: TrayOptions): AppTray {
   // click opens it too.
   if (process.platform === 'win32') tray.on('click', () => tray.popUpContextMenu());
 
+  // The state events carry the state (every change is followed by one): render from the latest,
+  // and touch the menu only when it changed (replacing it closes an open menu on Linux).
+  let latest = first;
+  let shownMenu = '';
+  let shownTooltip = '';
   const render = (): void => {
-    const state = core.snapshot();
-    tray.setContextMenu(Menu.buildFromTemplate(template(buildTrayMenu(state, verdicts), act)));
-    tray.setToolTip(trayTooltip(state));
+    const state = latest;
+    const model = buildTrayMenu(state, verdicts);
+    const menuKey = JSON.stringify(model);
+    if (menuKey !== shownMenu) {
+      shownMenu = menuKey;
+      tray.setContextMenu(Menu.buildFromTemplate(template(model, act)));
+    }
+    const tooltip = trayTooltip(state);
+    if (tooltip !== shownTooltip) {
+      shownTooltip = tooltip;
+      tray.setToolTip(tooltip);
+    }
     const next = trayIconState(state);
     if (next !== icon) {
       icon = next;
@@ -118,7 +132,9 @@ export function setupTray(options: TrayOptions): AppTray {
   const rebuild = throttle(render, REBUILD_INTERVAL_MS, realTimers);
   render();
   const unsubscribe = core.subscribe((event) => {
-    if (event.type === 'state' || event.type === 'engine' || event.type === 'plan' || event.type === 'aged-out') rebuild.request();
+    if (event.type !== 'state') return;
+    latest = event.state;
+    rebuild.request();
   });
 
   return {

@@ -23,7 +23,7 @@ import { utilityProcess } from 'electron';
 import { execFileSync } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import type { SpawnRequest, SpawnedProcess } from '../core/engines/supervisor.js';
-import { spawnEngineProcess } from '../core/engines/spawn.js';
+import { signalPid, spawnEngineProcess } from '../core/engines/spawn.js';
 import { descendantsOf, parseProcessTable, utilityForkPlan, type UtilityForkPlan } from './utility-fork.js';
 
 /** How long after 'exit' the last output lines may still arrive before the exit is reported. */
@@ -45,15 +45,6 @@ function descendants(pid: number): number[] {
     return [];
   }
 }
-
-const sendSignal = (pid: number, signal: NodeJS.Signals): boolean => {
-  try {
-    process.kill(pid, signal);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 export function forkUtilityProcess(plan: UtilityForkPlan): SpawnedProcess {
   const child = utilityProcess.fork(plan.modulePath, plan.args, { env: plan.env, stdio: 'pipe', serviceName: plan.serviceName });
@@ -81,8 +72,8 @@ export function forkUtilityProcess(plan: UtilityForkPlan): SpawnedProcess {
     }
     // Listed before the process goes, while its children are still its children.
     const below = group ? descendants(pid) : [];
-    const sent = signal === 'SIGTERM' ? child.kill() : sendSignal(pid, signal);
-    for (const descendant of below) sendSignal(descendant, signal);
+    const sent = signal === 'SIGTERM' ? child.kill() : signalPid(pid, signal);
+    for (const descendant of below) signalPid(descendant, signal);
     return sent;
   };
 

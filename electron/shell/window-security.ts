@@ -5,6 +5,7 @@
  */
 import type { BrowserWindowConstructorOptions } from 'electron';
 import { pathToFileURL } from 'node:url';
+import { DASHBOARD_CSP } from '../core/contract.js';
 
 /** Where the renderer comes from: the Vite build on disk, or (development only) a dev server. */
 export type RendererLocation = { kind: 'file'; indexPath: string } | { kind: 'origin'; origin: string };
@@ -45,19 +46,7 @@ export function mainWindowOptions(preloadPath: string): BrowserWindowConstructor
  * dashboard talks to the core over IPC only.
  */
 export function contentSecurityPolicy(): string {
-  return [
-    "default-src 'self'",
-    "script-src 'self'",
-    "style-src 'self' 'unsafe-inline'",
-    "img-src 'self' data:",
-    "font-src 'self'",
-    "connect-src 'self'",
-    "object-src 'none'",
-    "base-uri 'none'",
-    "form-action 'none'",
-    "frame-src 'none'",
-    "frame-ancestors 'none'",
-  ].join('; ');
+  return DASHBOARD_CSP;
 }
 
 const parse = (url: string): URL | null => {

@@ -19,12 +19,14 @@ import { toApiError } from '../app.js';
 import {
   API_METHODS,
   ApiError,
+  DASHBOARD_CSP,
   HTTP_EVENTS_PATH,
   HTTP_ROUTES,
   type ApiMethod,
   parseLaunchRequest,
   parsePolicyPatch,
   requireEngineId,
+  requireProfileId,
   requireRecord,
   requireString,
   requireWeight,
@@ -56,8 +58,6 @@ export interface ApiServer {
   close(): Promise<void>;
 }
 
-/** For the dashboard's HTML: nothing from elsewhere, no inline script, no framing. */
-export const DASHBOARD_CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /** A path segment, decoded; a malformed %-escape is the client's error, not ours. */
 function decodeSegment(raw: string): string {
@@ -163,9 +163,9 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
       },
       listProfiles: async (ctx) => json(ctx, await core.listProfiles()),
       createProfile: async (ctx) => json(ctx, await core.createProfile(requireRecord(await body(ctx), 'body') as ProfileInput), 201),
-      updateProfile: async (ctx, id) => json(ctx, await core.updateProfile(requireString(id, 'id', 40), requireRecord(await body(ctx), 'body') as ProfilePatch)),
+      updateProfile: async (ctx, id) => json(ctx, await core.updateProfile(requireProfileId(id), requireRecord(await body(ctx), 'body') as ProfilePatch)),
       deleteProfile: async (ctx, id) => {
-        await core.deleteProfile(requireString(id, 'id', 40));
+        await core.deleteProfile(requireProfileId(id));
         ctx.res.writeHead(204).end();
       },
       estimateModel: async (ctx) => json(ctx, await core.estimateModel(requireString(requireRecord(await body(ctx), 'body')['modelPath'], 'modelPath'))),

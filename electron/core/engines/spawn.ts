@@ -8,6 +8,16 @@ import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import type { SpawnRequest, SpawnedProcess } from './supervisor.js';
 
+/** Signal a process (or, with a negative pid, a process group); false when it is gone. */
+export function signalPid(target: number, signal: NodeJS.Signals): boolean {
+  try {
+    process.kill(target, signal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export function spawnEngineProcess(request: SpawnRequest): SpawnedProcess {
   const child = spawn(request.command, request.args, {
     env: { ...process.env, ...request.env },
@@ -31,20 +41,12 @@ export function spawnEngineProcess(request: SpawnRequest): SpawnedProcess {
   child.on('close', (code, signal) => {
     for (const listener of exitListeners) listener(code, signal);
   });
-  const send = (target: number, signal: NodeJS.Signals): boolean => {
-    try {
-      process.kill(target, signal);
-      return true;
-    } catch {
-      return false;
-    }
-  };
   return {
     pid,
     onLine: (listener) => void lineListeners.push(listener),
     onExit: (listener) => void exitListeners.push(listener),
-    signal: (signal) => send(pid, signal),
-    signalGroup: (signal) => (process.platform === 'win32' ? send(pid, signal) : send(-pid, signal)),
+    signal: (signal) => signalPid(pid, signal),
+    signalGroup: (signal) => (process.platform === 'win32' ? signalPid(pid, signal) : signalPid(-pid, signal)),
     send: (line) => {
       const stdin = child.stdin;
       if (stdin === null || stdin.destroyed || !stdin.writable) return false;
