@@ -4,6 +4,7 @@
  * and route names and the payload checks both transports run: nothing here imports Node, Electron
  * or the DOM, so every side compiles against the same file.
  */
+import { MAX_WEIGHT, MIN_WEIGHT } from './registry/codec.js';
 import type { EngineKind, Priority } from './engines/profiles.js';
 import type { Profile, ProfileInput, ProfilePatch } from './engines/profiles.js';
 import type { EngineState } from './engines/supervisor.js';
@@ -345,9 +346,13 @@ export function requireString(value: unknown, field: string, maxLength = 4096): 
   return value;
 }
 
+/** The weights the API takes: the registry's range. */
+export const WEIGHT_MIN = MIN_WEIGHT;
+export const WEIGHT_MAX = MAX_WEIGHT;
+
 export function requireWeight(value: unknown, field = 'weight'): number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0.01 || value > 100) {
-    throw badField(field, `must be a number from 0.01 to 100, got ${describeValue(value)}`);
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < WEIGHT_MIN || value > WEIGHT_MAX) {
+    throw badField(field, `must be a number from ${WEIGHT_MIN} to ${WEIGHT_MAX}, got ${describeValue(value)}`);
   }
   return value;
 }

@@ -18,6 +18,7 @@ import { resolve } from 'node:path';
 import Conf from 'conf';
 import { PRIORITIES, type Priority } from '../planner/policy.js';
 
+import { WEIGHT_MAX, WEIGHT_MIN } from '../contract.js';
 export type { Priority } from '../planner/policy.js';
 
 export type EngineKind = 'builtin' | 'llama-server' | 'llamafile' | 'opencoti-llamafile' | 'command';
@@ -91,8 +92,7 @@ export const PROFILE_NAME_MAX_BYTES = 47;
 export const CONTEXT_SIZE_MAX = 10_000_000;
 export const GPU_LAYERS_MAX = 100_000;
 export const DEFAULT_GPU_LAYERS = 99;
-export const WEIGHT_MIN = 0.01;
-export const WEIGHT_MAX = 100;
+export { WEIGHT_MAX, WEIGHT_MIN };
 
 export const DEFAULT_WEIGHT_BY_PRIORITY: Readonly<Record<Priority, number>> = Object.freeze({ interactive: 3, background: 1, lab: 1 });
 

@@ -28,7 +28,18 @@ export function slotHue(slot: number): number {
  *  close (45° apart) still differ in brightness. */
 const LIGHTNESS = [47, 38, 57] as const;
 
+/** Built once per slot: the timeline asks for every block of every frame. */
+const colourBySlot = new Map<number, PeerColour>();
+
 export function peerColour(slot: number): PeerColour {
+  const known = colourBySlot.get(slot);
+  if (known !== undefined) return known;
+  const colour = makePeerColour(slot);
+  colourBySlot.set(slot, colour);
+  return colour;
+}
+
+function makePeerColour(slot: number): PeerColour {
   const hue = Math.round(slotHue(slot) * 10) / 10;
   const index = Number.isInteger(slot) && slot >= 0 ? slot % SLOT_COUNT : 0;
   const lightness = LIGHTNESS[index % LIGHTNESS.length] ?? 47;
@@ -38,6 +49,3 @@ export function peerColour(slot: number): PeerColour {
     light: `hsl(${hue} 68% ${lightness}% / 0.28)`,
   };
 }
-
-/** Unmanaged external memory: grey, whatever the theme. */
-export const EXTERNAL_GREY = 'hsl(220 6% 55%)';

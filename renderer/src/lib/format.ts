@@ -12,6 +12,8 @@ export interface Shown {
   title: string | null;
 }
 
+import { formatBytes } from '../../../electron/core/planner/describe.js';
+
 export const GIB = 1024 ** 3;
 export const MIB = 1024 ** 2;
 
@@ -35,12 +37,7 @@ export function gib(bytes: number | null | undefined, why = 'not measured'): Sho
 /** A size that may be small (a log, a KiB-sized file): the unit follows the magnitude. */
 export function bytes(value: number | null | undefined, why = 'not measured'): Shown {
   if (!isKnown(value)) return unknown(why);
-  const sign = value < 0 ? '−' : '';
-  const abs = Math.abs(value);
-  if (abs >= GIB) return known(`${sign}${(abs / GIB).toFixed(2)} GiB`);
-  if (abs >= MIB) return known(`${sign}${(abs / MIB).toFixed(1)} MiB`);
-  if (abs >= 1024) return known(`${sign}${(abs / 1024).toFixed(1)} KiB`);
-  return known(`${sign}${Math.round(abs)} B`);
+  return known(formatBytes(value));
 }
 
 /** A percentage already in 0–100, clamped there ("42 %"). */
@@ -66,10 +63,6 @@ export function durationUs(us: number | null | undefined, why = 'not measured'):
   if (abs < 60_000_000) return known(`${sign}${(abs / 1e6).toFixed(1)} s`);
   if (abs < 3_600_000_000) return known(`${sign}${Math.round(abs / 60e6)} min`);
   return known(`${sign}${(abs / 3600e6).toFixed(1)} h`);
-}
-
-export function durationMs(ms: number | null | undefined, why = 'not measured'): Shown {
-  return durationUs(isKnown(ms) ? ms * 1000 : null, why);
 }
 
 /** A heartbeat age: always in seconds with one decimal so the column does not jump units. */

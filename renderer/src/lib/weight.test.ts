@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createThrottle, isWeightKey, parseWeightInput, positionToWeight, shareWithWeight, SLIDER_STEPS, stepWeight, weightToPosition, WEIGHT_LADDER, type Timers } from './weight.js';
+import { createThrottle, isWeightKey, parseWeightInput, positionToWeight, SLIDER_STEPS, stepWeight, weightToPosition, WEIGHT_LADDER, type Timers } from './weight.js';
 
 /** Timers stepped by hand: nothing sleeps. */
 class ManualTimers implements Timers {
@@ -100,12 +100,6 @@ describe('number field', () => {
     expect(parseWeightInput('101')).toMatchObject({ ok: false });
     expect(parseWeightInput('abc')).toMatchObject({ ok: false, message: expect.stringContaining('not a number') });
     expect(parseWeightInput('')).toMatchObject({ ok: false });
-  });
-
-  it('tells the share a weight would get', () => {
-    expect(shareWithWeight(2, 2)).toBe(0.5);
-    expect(shareWithWeight(1, 0)).toBe(1);
-    expect(shareWithWeight(0, 3)).toBe(0);
   });
 });
 

@@ -8,9 +8,7 @@ export const SLIDER_MIN_WEIGHT = 0.1;
 export const SLIDER_MAX_WEIGHT = 10;
 /** The range input's integer positions: 0 … SLIDER_STEPS. */
 export const SLIDER_STEPS = 1000;
-/** What the core accepts (contract requireWeight). */
-export const WEIGHT_MIN = 0.01;
-export const WEIGHT_MAX = 100;
+import { WEIGHT_MAX, WEIGHT_MIN } from '../../../electron/core/contract.js';
 
 const LOG_MIN = Math.log(SLIDER_MIN_WEIGHT);
 const LOG_SPAN = Math.log(SLIDER_MAX_WEIGHT) - LOG_MIN;
@@ -79,12 +77,6 @@ export function parseWeightInput(text: string): WeightInput {
   if (!Number.isFinite(value)) return { ok: false, message: `"${text.trim()}" is not a number: type a weight from 0.01 to 100` };
   if (value < WEIGHT_MIN || value > WEIGHT_MAX) return { ok: false, message: `${value} is out of range: a weight is from 0.01 to 100` };
   return { ok: true, weight: Number(value.toPrecision(6)) };
-}
-
-/** A share a weight would get against the others' total (for the slider's hint). */
-export function shareWithWeight(weight: number, othersTotal: number): number {
-  if (!(weight > 0)) return 0;
-  return othersTotal > 0 ? weight / (weight + othersTotal) : 1;
 }
 
 export interface Timers {
