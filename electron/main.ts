@@ -12,7 +12,7 @@ import { startApiServer, type ApiServer } from './core/api/server.js';
 import { startCore } from './core/app.js';
 import type { Core } from './core/app-types.js';
 import type { Verdict } from './core/contract.js';
-import { defaultDataDir } from './core/paths.js';
+import { defaultDataDir, rendererDir } from './core/paths.js';
 import { setupIpc } from './shell/ipc.js';
 import { openAppSettings } from './shell/settings-store.js';
 import { createShellExtras } from './shell/shell-extras.js';
@@ -57,7 +57,7 @@ function setupDock(): (visible: boolean) => void {
 function rendererLocation(): RendererLocation {
   // A development server only in an unpackaged app, and only on loopback.
   const origin = app.isPackaged ? null : devRendererOrigin(process.env['GPU_SHARE_RENDERER_URL']);
-  return origin === null ? { kind: 'file', indexPath: join(app.getAppPath(), 'dist', 'renderer', 'index.html') } : { kind: 'origin', origin };
+  return origin === null ? { kind: 'file', indexPath: join(rendererDir(), 'index.html') } : { kind: 'origin', origin };
 }
 
 /** The loopback API (the gateway, /gpu/peers, the dashboard in a browser). Without it (its port
@@ -114,7 +114,7 @@ async function start(): Promise<void> {
     log,
   });
 
-  const api = await setupApiServer(core, join(app.getAppPath(), 'dist', 'renderer'));
+  const api = await setupApiServer(core, rendererDir());
   const location = rendererLocation();
   const dashboardWindow = setupDashboardWindow({ location, preloadPath: join(here, 'preload.cjs'), onVisibility, log });
   const verdicts = new Map<string, Verdict>();

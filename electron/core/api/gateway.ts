@@ -91,20 +91,21 @@ export class Gateway {
     this.queue = new GatewayQueue(queueLimit);
   }
 
-  capabilities(): Set<string> {
-    return new Set(this.core.snapshot().profiles.flatMap((p) => p.capabilities));
+  /** The profiles alone (no state snapshot: that reads the registry). */
+  async capabilities(): Promise<Set<string>> {
+    return new Set((await this.core.listProfiles()).flatMap((p) => p.capabilities));
   }
 
-  models(): { object: 'list'; data: { id: string; object: 'model'; owned_by: string; profiles: string[] }[] } {
+  async models(): Promise<{ object: 'list'; data: { id: string; object: 'model'; owned_by: string; profiles: string[] }[] }> {
     const byCapability = new Map<string, string[]>();
-    for (const p of this.core.snapshot().profiles) for (const c of p.capabilities) byCapability.set(c, [...(byCapability.get(c) ?? []), p.id]);
+    for (const p of await this.core.listProfiles()) for (const c of p.capabilities) byCapability.set(c, [...(byCapability.get(c) ?? []), p.id]);
     return { object: 'list', data: [...byCapability].map(([id, profiles]) => ({ id, object: 'model', owned_by: 'gpu-share', profiles })) };
   }
 
   async handle(req: IncomingMessage, res: ServerResponse, path: CompletionPath, body: unknown, priority: Priority): Promise<void> {
     let request: CompletionRequest;
     try {
-      request = parseCompletionRequest(path, body, this.capabilities());
+      request = parseCompletionRequest(path, body, await this.capabilities());
     } catch (error) {
       this.metrics.countRequest('bad_request');
       throw error;

@@ -140,7 +140,7 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
     },
     { method: 'GET', pattern: new RegExp(`^${HTTP_EVENTS_PATH}$`), auth: 'dashboard', handle: (ctx) => streamEvents(ctx) },
     ...controlRoutes(),
-    { method: 'GET', pattern: /^\/v1\/models$/, auth: 'gateway', handle: (ctx) => json(ctx, gateway.models()) },
+    { method: 'GET', pattern: /^\/v1\/models$/, auth: 'gateway', handle: async (ctx) => json(ctx, await gateway.models()) },
     { method: 'POST', pattern: /^\/v1\/chat\/completions$/, auth: 'gateway', handle: async (ctx) => gateway.handle(ctx.req, ctx.res, '/v1/chat/completions', await body(ctx), ctx.priority) },
     { method: 'POST', pattern: /^\/v1\/completions$/, auth: 'gateway', handle: async (ctx) => gateway.handle(ctx.req, ctx.res, '/v1/completions' satisfies CompletionPath, await body(ctx), ctx.priority) },
   ];

@@ -7,14 +7,13 @@
  * SIGINT/SIGTERM stop the engines it started (gracefully; a second signal kills them) and exit.
  */
 import { mkdirSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { RegistryHelper } from '../../../native/helper.js';
 import type { CoreLaunchers } from '../app-types.js';
 import { startCore } from '../app.js';
 import { startApiServer } from '../api/server.js';
 import { DEFAULT_API_PORT } from '../contract.js';
 import { openNodeSettings } from '../settings.js';
+import { rendererDir } from '../paths.js';
 import { stopSignals, type CommandIo } from './io.js';
 
 export interface ServeOptions {
@@ -24,11 +23,6 @@ export interface ServeOptions {
   dataDir: string;
   launchers: CoreLaunchers;
   queueLimit: number;
-}
-
-/** The built dashboard beside the compiled core (dist/renderer). */
-export function rendererDir(): string {
-  return join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'renderer');
 }
 
 export async function runServe(options: ServeOptions, io: CommandIo, helper: RegistryHelper): Promise<number> {
