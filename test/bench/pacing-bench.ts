@@ -128,6 +128,11 @@ interface ScenarioResult {
   /** Engine 0 alone at the start of the same run (for static: the free engine's): what the
    *  aggregate and the recovery are compared with. */
   solo_tokps: number;
+  /** Burn engines: each engine's CPU time over the measured interval, as % of it, and its CPU
+   *  time per token (ms). They tell a scheduling bias (CPU split unevenly) from a per-token cost
+   *  (tokens dearer in one engine than in another). */
+  cpu_pct?: number[];
+  cpu_ms_per_token?: number[];
   /** Seconds from the idle/kill event until engine 0 ran ≥ 95 % of its solo rate; null = never. */
   recovery_s?: number | null;
   targets_met?: boolean;
@@ -164,6 +169,17 @@ function counterAt(counters: readonly [number, number][], us: number): number | 
 }
 
 /** tok/s of one engine: from its own counter when it has one, else from the recorded tokens. */
+/** An engine's CPU time between its first and last token in [fromUs, toUs), and that token count
+ *  less one (the tokens the CPU time paid for); null without CPU figures. */
+function cpuOf(output: BurnOutputFile, fromUs: number, toUs: number): { cpuUs: number; tokens: number } | null {
+  if (output.cpu.length !== output.tokens.length) return null;
+  const first = output.tokens.findIndex((t) => t >= fromUs);
+  let last = -1;
+  for (let i = output.tokens.length - 1; i >= 0; i--) if ((output.tokens[i] ?? 0) < toUs) { last = i; break; }
+  if (first < 0 || last <= first) return null;
+  return { cpuUs: (output.cpu[last] ?? 0) - (output.cpu[first] ?? 0), tokens: last - first };
+}
+
 function rateOf(output: BurnOutputFile, fromUs: number, toUs: number): number {
   const from = counterAt(output.counters, fromUs);
   const to = counterAt(output.counters, toUs);
@@ -384,6 +400,11 @@ async function runScenario(mode: Mode, scenario: Scenario, iterations: number, d
     bound_ok: boundOk,
     solo_tokps: round(soloTokps, 1),
   };
+  const cpu = outputs.map((o) => cpuOf(o, fromUs, toUs));
+  if (cpu.every((c) => c !== null)) {
+    result.cpu_pct = cpu.map((c) => round(((c?.cpuUs ?? 0) / (toUs - fromUs)) * 100, 1));
+    result.cpu_ms_per_token = cpu.map((c) => round((c?.cpuUs ?? 0) / 1000 / Math.max(1, c?.tokens ?? 1), 3));
+  }
   if (scenario.event === 'idle') eventUs = Math.max(...tokensOf(1));
   if (scenario.event !== undefined && eventUs !== null) {
     const at = recoveredAtUs(tokensOf(0), eventUs, soloTokps);
@@ -489,7 +510,7 @@ async function main(): Promise<void> {
         const verdict = judge(result, scenario);
         if (verdict !== undefined) result.targets_met = verdict;
         results.push(result);
-        log(`  ${scenario.name.padEnd(15)} ${mode.padEnd(6)} tok/s ${result.tokps.join(' / ')}${result.ratio !== null ? `  ratio ${result.ratio}` : ''}  agg ${result.aggregate_pct_of_solo}% of ${result.solo_tokps}${result.recovery_s !== undefined ? `  recovery ${result.recovery_s ?? 'never'} s` : ''}`);
+        log(`  ${scenario.name.padEnd(15)} ${mode.padEnd(6)} tok/s ${result.tokps.join(' / ')}${result.ratio !== null ? `  ratio ${result.ratio}` : ''}  agg ${result.aggregate_pct_of_solo}% of ${result.solo_tokps}${result.cpu_pct ? `  cpu ${result.cpu_pct.join('/')}% ${result.cpu_ms_per_token?.join('/')} ms/tok` : ''}${result.recovery_s !== undefined ? `  recovery ${result.recovery_s ?? 'never'} s` : ''}`);
       }
     }
   } finally {

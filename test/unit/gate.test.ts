@@ -4,7 +4,7 @@ import { FakeClock } from '../../electron/core/clock.js';
 import { decodeSegment, encodeEmptySegment, encodeSlot } from '../../electron/core/registry/codec.js';
 import { judgeOneShot } from '../../electron/core/registry/liveness.js';
 import { resolvePeers } from '../../electron/core/registry/view.js';
-import { CooperativeGate, decideGate, type GateRegistry } from '../../electron/core/pacer/gate.js';
+import { CooperativeGate, VIEW_MAX_AGE_US, decideGate, type GateRegistry } from '../../electron/core/pacer/gate.js';
 
 /** A registry in memory: each gate publishes into its own slot; peers() reads them all. */
 class MemoryRegistry {
@@ -145,9 +145,39 @@ describe('cooperative gate (fake clock)', () => {
       if (decision.kind === 'others-idle') releasedAfterUs = clock.monoUs() - stoppedAt;
     }
     expect(releasedAfterUs).not.toBeNull();
-    expect(releasedAfterUs).toBeLessThanOrEqual(2_500_000); // 2 s activity window + one refresh
+    expect(releasedAfterUs).toBeLessThanOrEqual(2_500_000 + VIEW_MAX_AGE_US); // 2 s activity window + one refresh + the age of our copy of the registry
     expect(registry.slots.get(1)?.active).toBe(false);
     expect(slept.length).toBeGreaterThan(0); // it was paced while the other was active
+  });
+
+  it('reads the registry at most once per VIEW_MAX_AGE_US while stepping, and at once when its own activity changes', async () => {
+    const clock = new FakeClock();
+    const registry = new MemoryRegistry(clock);
+    registry.join(1, 1, true);
+    const own = registry.join(0, 2);
+    let reads = 0;
+    const counted: GateRegistry = { ...own, peers: () => (reads++, own.peers()) };
+    const { sleep } = fakeSleep(clock);
+    const gate = new CooperativeGate(counted, clock, sleep);
+    atPeriodStart(clock, 120_000);
+    // The first step publishes us active before it reads, so it already sees its window.
+    clock.advance(1_000);
+    expect((await gate.afterStep(1_000)).kind).toBe('in-window');
+    expect(reads).toBe(1);
+    // 1 ms steps for 60 ms inside our window: one read per VIEW_MAX_AGE_US, not one per step.
+    for (let i = 0; i < 60; i++) {
+      clock.advance(1_000);
+      await gate.afterStep(1_000);
+    }
+    expect(reads).toBe(1 + Math.floor(60_000 / VIEW_MAX_AGE_US));
+    // A new peer becomes active: the gate sees it within VIEW_MAX_AGE_US.
+    registry.join(2, 1, true);
+    const before = reads;
+    for (let i = 0; i < VIEW_MAX_AGE_US / 1_000; i++) {
+      clock.advance(1_000);
+      await gate.afterStep(1_000);
+    }
+    expect(reads).toBe(before + 1);
   });
 
   it('publishes busy_ppm as the fraction of the last second spent in steps', async () => {

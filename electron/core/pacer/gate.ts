@@ -67,6 +67,15 @@ const MAX_WAKE_CHECKS = 4;
 /** How often busy_ppm is republished while working (activity changes are published at once). */
 const PUBLISH_INTERVAL_US = 250_000;
 
+/**
+ * How old the gate's copy of the registry may be when it decides. Reading and decoding the
+ * registry is most of what a step costs the gate (about 100 µs right after a decode step, when
+ * every cache is cold: more than 1 % of a 5 ms token if done at every step), and the schedule only
+ * changes when a peer starts or stops being active (seconds) or a weight moves. A new peer is seen
+ * at most this late; our own activity change re-reads at once.
+ */
+export const VIEW_MAX_AGE_US = 25_000;
+
 export interface GateStats {
   steps: number;
   sleeps: number;
@@ -80,6 +89,8 @@ export class CooperativeGate {
   private publishedActive = false;
   private lastPublishMonoUs = Number.NEGATIVE_INFINITY;
   private lastReturnMonoUs: number | null = null;
+  /** The registry as last read, and when (monotonic µs). */
+  private view: { peers: readonly AlivePeer[]; readAtMonoUs: number } | null = null;
   /** Did the step that just ended start inside our window? */
   private stepStartedInWindow = false;
   /** How far past our window's end each last-step-of-a-window ran. */
@@ -103,7 +114,7 @@ export class CooperativeGate {
     this.stats.steps++;
     if (!this.publishedActive || now - this.lastPublishMonoUs >= PUBLISH_INTERVAL_US) this.publish(now);
     const wallNow = this.clock.wallUs();
-    const first = decideGate(this.registry.peers(), this.registry.selfSlot(), wallNow);
+    const first = decideGate(this.peers(now), this.registry.selfSlot(), wallNow);
     this.stats.decisions[first.kind]++;
     const slot = this.registry.selfSlot();
     if (first.kind === 'wait' && this.stepStartedInWindow && slot !== null) this.overshoot.record(usSinceWindowEnd(first.schedule, slot, wallNow));
@@ -112,7 +123,7 @@ export class CooperativeGate {
       this.stats.sleeps++;
       this.stats.sleptUs += decision.waitUs;
       await this.sleep(decision.waitUs);
-      decision = decideGate(this.registry.peers(), this.registry.selfSlot(), this.clock.wallUs());
+      decision = decideGate(this.peers(this.clock.monoUs()), this.registry.selfSlot(), this.clock.wallUs());
     }
     this.lastReturnMonoUs = this.clock.monoUs();
     this.stepStartedInWindow = decision.kind === 'in-window';
@@ -126,9 +137,17 @@ export class CooperativeGate {
     if (this.publishedActive !== this.meter.active(now) || now - this.lastPublishMonoUs >= PUBLISH_INTERVAL_US) this.publish(now);
   }
 
+  /** The peers as read at most VIEW_MAX_AGE_US ago. */
+  private peers(nowMonoUs: number): readonly AlivePeer[] {
+    if (this.view === null || nowMonoUs - this.view.readAtMonoUs >= VIEW_MAX_AGE_US) this.view = { peers: this.registry.peers(), readAtMonoUs: nowMonoUs };
+    return this.view.peers;
+  }
+
   private publish(nowMonoUs: number): void {
     const active = this.meter.active(nowMonoUs);
     this.registry.publish({ active, busyPpm: this.meter.busyPpm(nowMonoUs) });
+    // Our own activity is part of the schedule: see it at once.
+    if (active !== this.publishedActive) this.view = null;
     this.publishedActive = active;
     this.lastPublishMonoUs = nowMonoUs;
   }
