@@ -4,14 +4,15 @@
 // compiles on a Linux machine); on a Mac, `--target darwin-x64` / `darwin-arm64` builds either
 // architecture. CC overrides the compiler.
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, existsSync } from 'node:fs';
+import { mkdirSync, existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
 
-const LIB_NAMES = { linux: 'libgpushare.so', darwin: 'libgpushare.dylib', win32: 'gpushare.dll' };
+/** The native files' names per platform: one list for this build, packaging and the loaders. */
+const FILES = JSON.parse(readFileSync(join(here, 'files.json'), 'utf8'));
 
 function parseTarget(argv) {
   const i = argv.indexOf('--target');
@@ -47,7 +48,7 @@ function hasCommand(cmd) {
 const target = parseTarget(process.argv.slice(2));
 const [platform, arch] = target.split('-');
 const outDir = join(root, 'build', 'native', target);
-const out = join(outDir, LIB_NAMES[platform]);
+const out = join(outDir, FILES[platform].library);
 const src = join(here, 'gpushare.c');
 mkdirSync(outDir, { recursive: true });
 
@@ -66,7 +67,7 @@ function compile(src, out, shared) {
     else if (shared) args.unshift('-fPIC');
     if (platform === 'darwin') {
       args.push('-arch', arch === 'arm64' ? 'arm64' : 'x86_64');
-      if (shared) args.push('-install_name', '@rpath/libgpushare.dylib');
+      if (shared) args.push('-install_name', `@rpath/${FILES.darwin.library}`);
     }
   }
   const result = spawnSync(cc, args, { stdio: 'inherit' });
@@ -85,4 +86,4 @@ function compile(src, out, shared) {
 // The registry helper (loaded with koffi) and the watchdog that resumes paced engines when their
 // supervisor dies.
 compile(src, out, true);
-compile(join(here, 'watchdog.c'), join(outDir, `gpushare-watchdog${exe}`), false);
+compile(join(here, 'watchdog.c'), join(outDir, FILES[platform].watchdog), false);

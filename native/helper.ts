@@ -5,7 +5,7 @@
  */
 import koffi from 'koffi';
 import { existsSync } from 'node:fs';
-import { nativeCandidates } from './paths.js';
+import { nativeCandidates, nativeFileNames } from './paths.js';
 import { segmentName } from '../electron/core/registry/abi.js';
 
 /** Status codes of gpushare.h; each says what the caller does next. */
@@ -153,15 +153,9 @@ export interface RegistryHelper {
   release(handle: SegmentHandle, slot: number, pid: number, bootUs: number): boolean;
 }
 
-const LIBRARY_FILE: Partial<Record<NodeJS.Platform, string>> = {
-  linux: 'libgpushare.so',
-  darwin: 'libgpushare.dylib',
-  win32: 'gpushare.dll',
-};
-
 /** Where the helper may be (see nativeCandidates). */
 export function helperCandidates(): string[] {
-  return nativeCandidates(LIBRARY_FILE[process.platform] ?? 'libgpushare.so');
+  return nativeCandidates(nativeFileNames().library);
 }
 
 let loaded: RegistryHelper | null = null;

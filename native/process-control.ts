@@ -3,7 +3,7 @@
  * default activity source). One implementation per platform, chosen once at start.
  */
 import { existsSync } from 'node:fs';
-import { nativeCandidates } from './paths.js';
+import { nativeCandidates, nativeFileNames } from './paths.js';
 
 export interface ProcessControl {
   /** Stop the process (SIGSTOP; NtSuspendProcess). false when it is gone. */
@@ -25,7 +25,7 @@ export async function loadProcessControl(): Promise<ProcessControl> {
 
 /** The watchdog executable beside the registry helper (see native/watchdog.c). */
 export function watchdogCandidates(): string[] {
-  return nativeCandidates(process.platform === 'win32' ? 'gpushare-watchdog.exe' : 'gpushare-watchdog');
+  return nativeCandidates(nativeFileNames().watchdog);
 }
 
 export function findWatchdog(): string {

@@ -4,7 +4,7 @@
 // (@koromix/koffi-<platform>-<arch>) and node-llama-cpp's (@node-llama-cpp/<os>-<arch>…), which npm
 // installs only for the system it runs on. Without them the package would build, install, and
 // then fail at start; so packaging stops here with the list of what is missing.
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,12 +12,10 @@ import { describeBinaryFile } from './native-binary.mjs';
 
 const projectRoot = fileURLToPath(new URL('..', import.meta.url));
 
-/** The helper's files per platform, as native/build.mjs names them and native/paths.ts finds them. */
-export const HELPER_FILES = {
-  linux: ['libgpushare.so', 'gpushare-watchdog'],
-  win32: ['gpushare.dll', 'gpushare-watchdog.exe'],
-  darwin: ['libgpushare.dylib', 'gpushare-watchdog'],
-};
+/** The helper's files per platform, [library, watchdog], from native/files.json: the names
+ *  native/build.mjs builds and native/paths.ts finds. */
+const NATIVE_FILES = JSON.parse(readFileSync(join(projectRoot, 'native', 'files.json'), 'utf8'));
+export const HELPER_FILES = Object.fromEntries(Object.entries(NATIVE_FILES).map(([platform, files]) => [platform, [files.library, files.watchdog]]));
 
 /** electron-builder's ${os} for each platform (and node-llama-cpp's package prefix). */
 export const OS_NAMES = { linux: 'linux', win32: 'win', darwin: 'mac' };

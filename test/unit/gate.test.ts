@@ -4,7 +4,7 @@ import { FakeClock } from '../../electron/core/clock.js';
 import { decodeSegment, encodeEmptySegment, encodeSlot } from '../../electron/core/registry/codec.js';
 import { judgeOneShot } from '../../electron/core/registry/liveness.js';
 import { resolvePeers } from '../../electron/core/registry/view.js';
-import { CooperativeGate, VIEW_MAX_AGE_US, decideGate, type GateRegistry } from '../../electron/core/pacer/gate.js';
+import { CooperativeGate, PREPARE_US, VIEW_MAX_AGE_US, decideGate, type GateRegistry } from '../../electron/core/pacer/gate.js';
 
 /** A registry in memory: each gate publishes into its own slot; peers() reads them all. */
 class MemoryRegistry {
@@ -90,7 +90,8 @@ describe('cooperative gate (fake clock)', () => {
     clock.advance(1); // 80 ms: slot 1's window begins; ours is back at 120 ms
     const decision = await gate.afterStep(5_000);
     expect(decision).toMatchObject({ kind: 'wait', waitUs: 40_000 });
-    expect(slept).toEqual([40_000]);
+    // Two naps: to PREPARE_US before the window (a fresh look at the registry there), then to its start.
+    expect(slept).toEqual([40_000 - PREPARE_US, PREPARE_US]);
     expect(clock.wallUs() % 120_000).toBe(0); // woke exactly at our window's start
     expect(gate.stats).toMatchObject({ steps: 3, sleeps: 1, sleptUs: 40_000, decisions: { 'in-window': 2, wait: 1 } });
   });
@@ -110,7 +111,7 @@ describe('cooperative gate (fake clock)', () => {
     atPeriodStart(clock, 120_000);
     clock.advance(80_000);
     await gate.afterStep(5_000);
-    expect(slept).toEqual([40_000, 1_000]);
+    expect(slept).toEqual([40_000 - PREPARE_US, 1_000, PREPARE_US]); // woke 1 ms early: 3 ms left, nap to 2 ms before, then the rest
     expect(clock.wallUs() % 120_000).toBe(0);
   });
 
@@ -123,7 +124,8 @@ describe('cooperative gate (fake clock)', () => {
     atPeriodStart(clock, 120_000);
     clock.advance(30_000);
     await gate.afterStep(5_000);
-    expect(slept).toEqual([50_000]);
+    expect(slept).toEqual([50_000 - PREPARE_US, PREPARE_US]);
+    expect(clock.wallUs() % 120_000).toBe(80_000);
   });
 
   it('a peer going idle releases its window within 2 s', async () => {

@@ -4,7 +4,7 @@
  * native/paths.ts looks when the app runs packaged; and when nothing is found, the error names
  * every path that was tried. No file is found in this test: existsSync answers "no" throughout.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
@@ -59,11 +59,19 @@ describe('the native helper in a package', () => {
     }
   });
 
-  it('native/build.mjs names the library as the package expects it', () => {
+  it('one list of native file names (native/files.json): the build writes them, the loaders look for them', () => {
     const build = readFileSync(join(projectRoot, 'native', 'build.mjs'), 'utf8');
-    const names = build.match(/LIB_NAMES = \{([^}]*)\}/)?.[1] ?? '';
-    for (const [platform, files] of Object.entries(HELPER_FILES)) expect(names, platform).toContain(`${platform}: '${files[0]}'`);
-    expect(build).toContain('`gpushare-watchdog${exe}`');
+    expect(build).toContain("'files.json'");
+    expect(build).not.toMatch(/'[^']*gpushare[^']*\.(so|dll|dylib)'|`gpushare-watchdog/); // no second copy of a name
+    for (const [platform, [library, watchdog]] of Object.entries(HELPER_FILES)) {
+      asIf(`${platform}-x64`, () => {
+        expect(helperCandidates().every((path) => path.endsWith(library!)), platform).toBe(true);
+        expect(watchdogCandidates().every((path) => path.endsWith(watchdog!)), platform).toBe(true);
+      });
+    }
+    // What `npm run build:native` wrote on this machine carries the same names.
+    const built = readdirSync(join(projectRoot, 'build', 'native', `${process.platform}-${process.arch}`));
+    expect(built).toEqual(expect.arrayContaining([...HELPER_FILES[process.platform as 'linux']]));
   });
 
   it('a missing helper: the error names every path tried (override, resources, build folders)', () => {

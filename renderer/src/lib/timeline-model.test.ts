@@ -44,6 +44,14 @@ describe('transform', () => {
 });
 
 describe('buildTimeline', () => {
+  it('draws the same from samples out of order as in order (they are sorted only when needed)', () => {
+    const inOrder = steady(12);
+    const shuffled = [...inOrder.slice(20), ...inOrder.slice(0, 20).reverse()];
+    const options = { nowUs: NOW, width: W, height: H };
+    expect(buildTimeline(shuffled, options)).toEqual(buildTimeline(inOrder, options));
+    expect(shuffled[0]).toBe(inOrder[20]); // the caller's array is left as it was
+  });
+
   it('draws one window per peer per period over the last 10 s, in its lane', () => {
     // the period for shares 0.75/0.25 is 160 ms: 10 s hold 62.5 periods
     expect(twoPeers.periodUs).toBe(160_000);

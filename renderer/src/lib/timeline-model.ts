@@ -135,7 +135,10 @@ export function buildTimeline(samples: readonly TimelineSample[], options: Timel
   const transform: Transform = { nowUs: options.nowUs, spanUs, width };
   const visibleStart = options.nowUs - spanUs;
   const visibleEnd = options.nowUs;
-  const sorted = [...samples].filter((s) => Number.isFinite(s.wallUs)).sort((a, b) => a.wallUs - b.wallUs);
+  // Samples arrive in time order, so the history is normally sorted already: check (O(n)) before
+  // sorting at every frame.
+  const finite = samples.filter((s) => Number.isFinite(s.wallUs));
+  const sorted = finite.every((s, i) => i === 0 || (finite[i - 1]?.wallUs ?? 0) <= s.wallUs) ? finite : finite.sort((a, b) => a.wallUs - b.wallUs);
 
   // Each sample's interval: from its time to the next sample, at most SAMPLE_HOLD_US, never
   // past now; kept when it overlaps the visible range.
