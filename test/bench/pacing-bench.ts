@@ -8,7 +8,9 @@
  *   builtin with --builtin: the built-in engine (node-llama-cpp, cooperative gate per token)
  *           with streaming clients, in the 2:1 and 1:1 scenarios
  * Prints a table (or one JSON object with --json) and writes bench-results/pacing.json.
- * --quick runs 2:1 only; --builtin adds the built-in engine mode.
+ * --quick runs 2:1 only; --builtin adds the built-in engine mode; --repeat N runs every scenario N
+ * times (round the modes) and reports each figure as the median of the runs, judged on the medians;
+ * --scenarios, --modes, --measure-s and --token-ms narrow or stretch a run.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -136,6 +138,8 @@ interface ScenarioResult {
   /** Seconds from the idle/kill event until engine 0 ran ≥ 95 % of its solo rate; null = never. */
   recovery_s?: number | null;
   targets_met?: boolean;
+  /** With --repeat: each run's headline figures (the rest of the result is their medians). */
+  runs?: { ratio: number | null; aggregate_pct_of_solo: number; itl_max_ms: number[]; bound_ok: boolean; recovery_s?: number | null }[];
 }
 
 const round = (x: number, digits = 2): number => Math.round(x * 10 ** digits) / 10 ** digits;
@@ -382,9 +386,6 @@ async function runScenario(mode: Mode, scenario: Scenario, iterations: number, d
   const boundMs = weights.map((_, slot) => (weights.length > 1 ? (stallBoundUs(schedule, slot) ?? 0) / 1000 : 0));
   const perEngine = outputs.map((o) => gapsMs(o.tokens, fromUs, toUs));
   const itlPerEngine = perEngine.map(summary);
-  const tokenMs = soloTokps > 0 ? 1000 / soloTokps : TOKEN_MS;
-  // Alone, nothing bounds the gaps but the machine: the bound applies when engines share.
-  const boundOk = weights.length < 2 || itlPerEngine.every((itl, i) => itl.max <= (boundMs[i] ?? 0) + 2 * tokenMs);
   const aggregate = tokps.reduce((a, b) => a + b, 0);
   const result: ScenarioResult = {
     name: scenario.name,
@@ -397,9 +398,10 @@ async function runScenario(mode: Mode, scenario: Scenario, iterations: number, d
     itl_ms: summary(perEngine.flat().sort((a, b) => a - b)),
     itl_ms_per_engine: itlPerEngine,
     bound_ms: boundMs.map((b) => round(b, 1)),
-    bound_ok: boundOk,
+    bound_ok: false,
     solo_tokps: round(soloTokps, 1),
   };
+  result.bound_ok = withinBound(result);
   const cpu = outputs.map((o) => cpuOf(o, fromUs, toUs));
   if (cpu.every((c) => c !== null)) {
     result.cpu_pct = cpu.map((c) => round(((c?.cpuUs ?? 0) / (toUs - fromUs)) * 100, 1));
@@ -410,6 +412,52 @@ async function runScenario(mode: Mode, scenario: Scenario, iterations: number, d
     const at = recoveredAtUs(tokensOf(0), eventUs, soloTokps);
     result.recovery_s = at === null ? null : round(Math.max(0, at - eventUs) / 1e6, 2);
   }
+  return result;
+}
+
+/** Every engine's longest gap within its bound plus two tokens (at the solo rate). Alone, nothing
+ *  bounds the gaps but the machine: the bound applies when engines share. */
+function withinBound(result: ScenarioResult): boolean {
+  const tokenMs = result.solo_tokps > 0 ? 1000 / result.solo_tokps : TOKEN_MS;
+  return result.weights.length < 2 || result.itl_ms_per_engine.every((itl, i) => itl.max <= (result.bound_ms[i] ?? 0) + 2 * tokenMs);
+}
+
+const median = (values: readonly number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
+};
+
+/** --repeat: the runs of one scenario and mode as one result, each figure the median of the runs
+ *  (a ratio is the median of the runs' ratios, not a ratio of medians), and every run's headline
+ *  figures kept under `runs`. A recovery that never happened counts as the longest. */
+function medianOf(runs: ScenarioResult[]): ScenarioResult {
+  const first = runs[0];
+  if (first === undefined) throw new Error('medianOf: no runs');
+  if (runs.length === 1) return first;
+  const m = (pick: (r: ScenarioResult) => number, digits = 2): number => round(median(runs.map(pick)), digits);
+  const perEngine = (pick: (r: ScenarioResult, i: number) => number, digits = 2): number[] => first.weights.map((_, i) => m((r) => pick(r, i), digits));
+  const itl = (pick: (r: ScenarioResult) => { p50: number; p95: number; max: number }) => ({ p50: m((r) => pick(r).p50), p95: m((r) => pick(r).p95), max: m((r) => pick(r).max) });
+  const result: ScenarioResult = {
+    ...first,
+    tokps: perEngine((r, i) => r.tokps[i] ?? 0, 1),
+    ratio: first.ratio === null ? null : m((r) => r.ratio ?? 0, 3),
+    aggregate_pct_of_solo: m((r) => r.aggregate_pct_of_solo, 1),
+    itl_ms: itl((r) => r.itl_ms),
+    itl_ms_per_engine: first.weights.map((_, i) => itl((r) => r.itl_ms_per_engine[i] ?? { p50: 0, p95: 0, max: 0 })),
+    solo_tokps: m((r) => r.solo_tokps, 1),
+    runs: runs.map((r) => ({ ratio: r.ratio, aggregate_pct_of_solo: r.aggregate_pct_of_solo, itl_max_ms: r.itl_ms_per_engine.map((e) => e.max), bound_ok: r.bound_ok, ...(r.recovery_s !== undefined ? { recovery_s: r.recovery_s } : {}) })),
+  };
+  delete result.targets_met;
+  if (runs.every((r) => r.cpu_pct && r.cpu_ms_per_token)) {
+    result.cpu_pct = perEngine((r, i) => r.cpu_pct?.[i] ?? 0, 1);
+    result.cpu_ms_per_token = perEngine((r, i) => r.cpu_ms_per_token?.[i] ?? 0, 3);
+  }
+  if (first.recovery_s !== undefined) {
+    const recovery = median(runs.map((r) => r.recovery_s ?? Number.POSITIVE_INFINITY));
+    result.recovery_s = Number.isFinite(recovery) ? round(recovery, 2) : null;
+  }
+  result.bound_ok = withinBound(result);
   return result;
 }
 
@@ -448,7 +496,12 @@ function table(results: ScenarioResult[]): string {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, builtin: { type: 'boolean', default: false }, 'token-ms': { type: 'string' }, modes: { type: 'string' }, scenarios: { type: 'string' }, 'measure-s': { type: 'string' } } });
+  const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, builtin: { type: 'boolean', default: false }, 'token-ms': { type: 'string' }, modes: { type: 'string' }, scenarios: { type: 'string' }, 'measure-s': { type: 'string' }, repeat: { type: 'string' } } });
+  const repeat = values.repeat === undefined ? 1 : Number(values.repeat);
+  if (!Number.isInteger(repeat) || repeat < 1 || repeat > 20) {
+    console.error(`--repeat: must be a whole number of runs from 1 to 20 (got ${values.repeat})`);
+    process.exit(2);
+  }
   if (values['measure-s'] !== undefined) {
     MEASURE_S = Number(values['measure-s']);
     if (!Number.isFinite(MEASURE_S) || MEASURE_S < 1 || MEASURE_S > 600) {
@@ -501,23 +554,31 @@ async function main(): Promise<void> {
       }
     }
     for (const scenario of scenarios) {
-      let freeSolo: number | null = null;
-      for (const mode of MODES) {
-        if (!modes.includes(mode)) continue;
-        if (mode === 'builtin' && !(values.builtin && scenario.builtin)) continue;
-        const result = await runScenario(mode, scenario, iterations, dir, wallUs, mode === 'static' ? freeSolo : null);
-        if (mode === 'free') freeSolo = result.solo_tokps;
+      // Repeats go round the modes, so that the machine's drift falls on every mode alike.
+      const runsByMode = new Map<Mode, ScenarioResult[]>();
+      for (let run = 0; run < repeat; run++) {
+        let freeSolo: number | null = null;
+        for (const mode of MODES) {
+          if (!modes.includes(mode)) continue;
+          if (mode === 'builtin' && !(values.builtin && scenario.builtin)) continue;
+          const result = await runScenario(mode, scenario, iterations, dir, wallUs, mode === 'static' ? freeSolo : null);
+          if (mode === 'free') freeSolo = result.solo_tokps;
+          runsByMode.set(mode, [...(runsByMode.get(mode) ?? []), result]);
+          log(`  ${scenario.name.padEnd(15)} ${mode.padEnd(6)}${repeat > 1 ? ` run ${run + 1}/${repeat}` : ''} tok/s ${result.tokps.join(' / ')}${result.ratio !== null ? `  ratio ${result.ratio}` : ''}  agg ${result.aggregate_pct_of_solo}% of ${result.solo_tokps}${result.cpu_pct ? `  cpu ${result.cpu_pct.join('/')}% ${result.cpu_ms_per_token?.join('/')} ms/tok` : ''}${result.recovery_s !== undefined ? `  recovery ${result.recovery_s ?? 'never'} s` : ''}`);
+        }
+      }
+      for (const runs of runsByMode.values()) {
+        const result = medianOf(runs);
         const verdict = judge(result, scenario);
         if (verdict !== undefined) result.targets_met = verdict;
         results.push(result);
-        log(`  ${scenario.name.padEnd(15)} ${mode.padEnd(6)} tok/s ${result.tokps.join(' / ')}${result.ratio !== null ? `  ratio ${result.ratio}` : ''}  agg ${result.aggregate_pct_of_solo}% of ${result.solo_tokps}${result.cpu_pct ? `  cpu ${result.cpu_pct.join('/')}% ${result.cpu_ms_per_token?.join('/')} ms/tok` : ''}${result.recovery_s !== undefined ? `  recovery ${result.recovery_s ?? 'never'} s` : ''}`);
       }
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
   const seconds = round((Date.now() - started) / 1000, 1);
-  const report = { benchmark: 'pacing', date: new Date().toISOString(), token_ms: tokenMs, iterations, duration_s: seconds, quick: values.quick, scenarios: results };
+  const report = { benchmark: 'pacing', date: new Date().toISOString(), token_ms: tokenMs, iterations, duration_s: seconds, quick: values.quick, repeat, scenarios: results };
   const outDir = join(ROOT, 'bench-results');
   mkdirSync(outDir, { recursive: true });
   writeFileSync(join(outDir, values.quick ? 'pacing-quick.json' : 'pacing.json'), `${JSON.stringify(report, null, 2)}\n`);
@@ -527,6 +588,7 @@ async function main(): Promise<void> {
     console.log('');
     console.log(table(results));
     console.log(`\nratio = first engine's tok/s over the second's; solo = engine 0 alone at the start of the same run; bound = (1 − share)·period;\nTDM targets (coop, gate, builtin): ratio ±3 %, aggregate ≥ 97 % of solo, max ITL ≤ bound + 2 tokens, idle release ≤ 2.5 s, kill -9 ≤ 3.6 s\nbuiltin: node-llama-cpp on a generated E512/L8/q8_0 model, two clients streaming 160-token chat completions back to back`);
+    if (repeat > 1) console.log(`every figure is the median of ${repeat} runs (each run's in the JSON, under "runs")`);
     console.log(`${seconds} s; wrote bench-results/${values.quick ? 'pacing-quick.json' : 'pacing.json'}`);
   }
 }
