@@ -135,11 +135,15 @@ interface ScenarioResult {
    *  (tokens dearer in one engine than in another). */
   cpu_pct?: number[];
   cpu_ms_per_token?: number[];
+  /** Time the hypervisor took core 0 away during the run (with --repeat: all its runs) (steal,
+   *  /proc/stat; 10 ms resolution):
+   *  on a virtual machine, what no pacing can account for. */
+  steal_ms?: number;
   /** Seconds from the idle/kill event until engine 0 ran ≥ 95 % of its solo rate; null = never. */
   recovery_s?: number | null;
   targets_met?: boolean;
   /** With --repeat: each run's headline figures (the rest of the result is their medians). */
-  runs?: { ratio: number | null; aggregate_pct_of_solo: number; itl_max_ms: number[]; bound_ok: boolean; recovery_s?: number | null }[];
+  runs?: { ratio: number | null; aggregate_pct_of_solo: number; itl_max_ms: number[]; bound_ok: boolean; steal_ms?: number; recovery_s?: number | null }[];
 }
 
 const round = (x: number, digits = 2): number => Math.round(x * 10 ** digits) / 10 ** digits;
@@ -173,6 +177,17 @@ function counterAt(counters: readonly [number, number][], us: number): number | 
 }
 
 /** tok/s of one engine: from its own counter when it has one, else from the recorded tokens. */
+/** Core 0's steal time so far (ms), from /proc/stat; null where there is none to read. */
+function core0StealMs(): number | null {
+  try {
+    const line = readFileSync('/proc/stat', 'utf8').split('\n').find((l) => l.startsWith('cpu0 '));
+    const steal = Number(line?.trim().split(/\s+/)[8]);
+    return Number.isFinite(steal) ? steal * 10 : null; // USER_HZ is 100 on Linux
+  } catch {
+    return null;
+  }
+}
+
 /** An engine's CPU time between its first and last token in [fromUs, toUs), and that token count
  *  less one (the tokens the CPU time paid for); null without CPU figures. */
 function cpuOf(output: BurnOutputFile, fromUs: number, toUs: number): { cpuUs: number; tokens: number } | null {
@@ -326,6 +341,7 @@ async function runScenario(mode: Mode, scenario: Scenario, iterations: number, d
   // Built-in engines are stopped with SIGKILL (see othersStopS below): their slots age out in 3 s.
   const timeline = mode === 'builtin' ? timelineOf(scenario, 6, MEASURE_S, 3.5) : timelineOf(scenario);
   const t0 = wallUs();
+  const stealBefore = core0StealMs();
   const children: (ChildProcess | null)[] = scenario.engines.map(() => null);
   const outs = scenario.engines.map((_, i) => join(dir, `${gpuKey}-${i}.jsonl`));
   const timers: NodeJS.Timeout[] = [];
@@ -351,6 +367,7 @@ async function runScenario(mode: Mode, scenario: Scenario, iterations: number, d
     timers.push(setTimeout(() => children.slice(1).forEach((child) => child?.kill(signal)), timeline.othersStopS * 1000));
   }
   await sleep(timeline.lengthS * 1000);
+  const stealAfter = core0StealMs();
   for (const timer of timers) clearTimeout(timer);
   // A supervisor forwards SIGTERM to its engine; an engine writes its last tokens and exits.
   for (const child of children) child?.kill('SIGTERM');
@@ -402,6 +419,7 @@ async function runScenario(mode: Mode, scenario: Scenario, iterations: number, d
     solo_tokps: round(soloTokps, 1),
   };
   result.bound_ok = withinBound(result);
+  if (stealBefore !== null && stealAfter !== null) result.steal_ms = stealAfter - stealBefore;
   const cpu = outputs.map((o) => cpuOf(o, fromUs, toUs));
   if (cpu.every((c) => c !== null)) {
     result.cpu_pct = cpu.map((c) => round(((c?.cpuUs ?? 0) / (toUs - fromUs)) * 100, 1));
@@ -446,13 +464,14 @@ function medianOf(runs: ScenarioResult[]): ScenarioResult {
     itl_ms: itl((r) => r.itl_ms),
     itl_ms_per_engine: first.weights.map((_, i) => itl((r) => r.itl_ms_per_engine[i] ?? { p50: 0, p95: 0, max: 0 })),
     solo_tokps: m((r) => r.solo_tokps, 1),
-    runs: runs.map((r) => ({ ratio: r.ratio, aggregate_pct_of_solo: r.aggregate_pct_of_solo, itl_max_ms: r.itl_ms_per_engine.map((e) => e.max), bound_ok: r.bound_ok, ...(r.recovery_s !== undefined ? { recovery_s: r.recovery_s } : {}) })),
+    runs: runs.map((r) => ({ ratio: r.ratio, aggregate_pct_of_solo: r.aggregate_pct_of_solo, itl_max_ms: r.itl_ms_per_engine.map((e) => e.max), bound_ok: r.bound_ok, ...(r.steal_ms !== undefined ? { steal_ms: r.steal_ms } : {}), ...(r.recovery_s !== undefined ? { recovery_s: r.recovery_s } : {}) })),
   };
   delete result.targets_met;
   if (runs.every((r) => r.cpu_pct && r.cpu_ms_per_token)) {
     result.cpu_pct = perEngine((r, i) => r.cpu_pct?.[i] ?? 0, 1);
     result.cpu_ms_per_token = perEngine((r, i) => r.cpu_ms_per_token?.[i] ?? 0, 3);
   }
+  if (runs.every((r) => r.steal_ms !== undefined)) result.steal_ms = runs.reduce((sum, r) => sum + (r.steal_ms ?? 0), 0);
   if (first.recovery_s !== undefined) {
     const recovery = median(runs.map((r) => r.recovery_s ?? Number.POSITIVE_INFINITY));
     result.recovery_s = Number.isFinite(recovery) ? round(recovery, 2) : null;
@@ -564,7 +583,7 @@ async function main(): Promise<void> {
           const result = await runScenario(mode, scenario, iterations, dir, wallUs, mode === 'static' ? freeSolo : null);
           if (mode === 'free') freeSolo = result.solo_tokps;
           runsByMode.set(mode, [...(runsByMode.get(mode) ?? []), result]);
-          log(`  ${scenario.name.padEnd(15)} ${mode.padEnd(6)}${repeat > 1 ? ` run ${run + 1}/${repeat}` : ''} tok/s ${result.tokps.join(' / ')}${result.ratio !== null ? `  ratio ${result.ratio}` : ''}  agg ${result.aggregate_pct_of_solo}% of ${result.solo_tokps}${result.cpu_pct ? `  cpu ${result.cpu_pct.join('/')}% ${result.cpu_ms_per_token?.join('/')} ms/tok` : ''}${result.recovery_s !== undefined ? `  recovery ${result.recovery_s ?? 'never'} s` : ''}`);
+          log(`  ${scenario.name.padEnd(15)} ${mode.padEnd(6)}${repeat > 1 ? ` run ${run + 1}/${repeat}` : ''} tok/s ${result.tokps.join(' / ')}${result.ratio !== null ? `  ratio ${result.ratio}` : ''}  agg ${result.aggregate_pct_of_solo}% of ${result.solo_tokps}${result.cpu_pct ? `  cpu ${result.cpu_pct.join('/')}% ${result.cpu_ms_per_token?.join('/')} ms/tok` : ''}${result.steal_ms ? `  steal ${result.steal_ms} ms` : ''}${result.recovery_s !== undefined ? `  recovery ${result.recovery_s ?? 'never'} s` : ''}`);
         }
       }
       for (const runs of runsByMode.values()) {
