@@ -48,16 +48,30 @@ export type GateDecision =
  *  the window may run past its end: that overshoot (at most one step) is the price of never leaving
  *  the device idle at a hand-over, and is what the `+ 2 tokens` of the stall bound allows for. */
 export function decideGate(peers: readonly AlivePeer[], selfSlot: number | null, wallNowUs: number): GateDecision {
-  if (selfSlot === null) return { kind: 'alone' };
-  const others = peers.filter((peer) => peer.record.slot !== selfSlot);
-  if (others.length === 0) return { kind: 'alone' };
-  if (!others.some((peer) => peer.record.active)) return { kind: 'others-idle' };
+  const pass = freePass(peers, selfSlot);
+  if (pass !== null || selfSlot === null) return pass ?? ALONE;
   const schedule = buildSchedule(peers.filter((peer) => peer.share > 0).map((peer) => ({ slot: peer.record.slot, share: peer.share })));
   const waitUs = usUntilWindow(schedule, selfSlot, wallNowUs);
   // Our own record may not show us active yet (the registry is read before our update lands).
   if (waitUs === null) return { kind: 'not-scheduled' };
   if (waitUs === 0) return { kind: 'in-window', schedule };
   return { kind: 'wait', schedule, waitUs };
+}
+
+const ALONE: GateDecision = Object.freeze({ kind: 'alone' });
+const OTHERS_IDLE: GateDecision = Object.freeze({ kind: 'others-idle' });
+
+/** Alone, or every other peer idle: the caller goes, with no schedule to compute and no clock to
+ *  read (a lone engine pays next to nothing for the gate). Null when someone else is active. Pure. */
+export function freePass(peers: readonly AlivePeer[], selfSlot: number | null): GateDecision | null {
+  if (selfSlot === null) return ALONE;
+  let others = false;
+  for (const peer of peers) {
+    if (peer.record.slot === selfSlot) continue;
+    if (peer.record.active) return null;
+    others = true;
+  }
+  return others ? OTHERS_IDLE : ALONE;
 }
 
 /** A timer may fire a little early (its clock has millisecond resolution): after a sleep the gate
@@ -122,11 +136,15 @@ export class CooperativeGate {
     this.meter.record(now, duration);
     this.stats.steps++;
     if (!this.publishedActive || now - this.lastPublishMonoUs >= PUBLISH_INTERVAL_US) this.publish(now);
-    const wallNow = this.clock.wallUs();
-    const first = decideGate(this.peers(now), this.registry.selfSlot(), wallNow);
-    this.stats.decisions[first.kind]++;
+    const peers = this.peers(now);
     const slot = this.registry.selfSlot();
-    if (first.kind === 'wait' && this.stepStartedInWindow && slot !== null) this.overshoot.record(usSinceWindowEnd(first.schedule, slot, wallNow));
+    let first = freePass(peers, slot);
+    if (first === null) {
+      const wallNow = this.clock.wallUs();
+      first = decideGate(peers, slot, wallNow);
+      if (first.kind === 'wait' && this.stepStartedInWindow && slot !== null) this.overshoot.record(usSinceWindowEnd(first.schedule, slot, wallNow));
+    }
+    this.stats.decisions[first.kind]++;
     if (first.kind === 'wait') this.stats.sleeps++;
     let decision = first;
     for (let check = 0; decision.kind === 'wait' && check < MAX_WAKE_CHECKS; check++) {
@@ -135,7 +153,7 @@ export class CooperativeGate {
       await this.sleep(napUs);
       decision = decideGate(this.peers(this.clock.monoUs()), this.registry.selfSlot(), this.clock.wallUs());
     }
-    this.lastReturnMonoUs = this.clock.monoUs();
+    this.lastReturnMonoUs = decision === first && first.kind !== 'wait' ? now : this.clock.monoUs();
     this.stepStartedInWindow = decision.kind === 'in-window';
     return first;
   }
