@@ -9,7 +9,7 @@ import { basename } from 'node:path';
 import { constants as osConstants } from 'node:os';
 import type { RegistryHelper } from '../../../native/helper.js';
 import type { ProcessControl } from '../../../native/process-control.js';
-import { systemClock } from '../clock.js';
+import { monotonicUs, systemClock } from '../clock.js';
 import { segmentName } from '../registry/abi.js';
 import { RegistryMember, startHeartbeat } from '../registry/member.js';
 import { RegistryObserver } from '../registry/observer.js';
@@ -17,7 +17,7 @@ import { RegistrySegment } from '../registry/segment.js';
 import { bootLogLine } from '../registry/view.js';
 import { ProcessGate, cpuActivity } from '../pacer/process-gate.js';
 import { metricsActivity } from '../pacer/metrics-activity.js';
-import { sleepUs } from '../pacer/gate.js';
+import { PREPARE_US, sleepUs } from '../pacer/gate.js';
 import { startWatchdog } from '../pacer/watchdog.js';
 import type { CommandIo } from './io.js';
 import { onParentGone } from '../parent-watch.js';
@@ -151,15 +151,22 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
   const loop = async (): Promise<void> => {
     await sleepUs(1_000); // let the watchdog hear about the command before the first suspend
     while (pacing) {
-      let nextUs: number;
       try {
-        nextUs = pacer.step();
+        const nextUs = pacer.step();
+        // Two naps, as in the cooperative gate: the bookkeeping just before the edge, so that
+        // the edge itself only decides and signals.
+        const edgeMonoUs = monotonicUs() + nextUs;
+        if (nextUs > PREPARE_US) {
+          await sleepUs(nextUs - PREPARE_US);
+          if (!pacing) break;
+          pacer.prepare();
+        }
+        await sleepUs(Math.max(0, edgeMonoUs - monotonicUs()));
       } catch (error) {
         io.err(`gpu-share: pacing error, running unpaced: ${error instanceof Error ? error.message : String(error)}`);
         pacer.stopAll();
         return;
       }
-      await sleepUs(nextUs);
     }
   };
   const looping = loop();

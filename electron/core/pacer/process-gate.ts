@@ -18,6 +18,9 @@ import { usSinceWindowEnd, usUntilWindowEnd } from './schedule.js';
 /** Re-decide at least this often: activity sampling and registry changes between edges. */
 export const SAMPLE_INTERVAL_US = 50_000;
 
+/** A view prepared (see `prepare`) at most this long before a step is used by it. */
+export const PREPARED_MAX_AGE_US = 5_000;
+
 /** Where an engine's activity comes from. */
 export interface ActivitySource {
   /** Work done by the engine so far (µs of CPU time, or any monotonic work counter); null when
@@ -94,6 +97,8 @@ export function decideEngine(peers: readonly AlivePeer[], slot: number | null, a
 export class ProcessGate {
   private readonly engines = new Map<number, Engine>();
   private stopped = false;
+  /** The registry as `prepare` read it, and when. */
+  private prepared: { peers: readonly AlivePeer[]; atMonoUs: number } | null = null;
   /** How late after its window's end each engine was suspended (when it had run in its window). */
   readonly overshoot = new OvershootLog();
 
@@ -131,8 +136,9 @@ export class ProcessGate {
   step(): number {
     if (this.stopped) return SAMPLE_INTERVAL_US;
     const now = this.deps.clock.monoUs();
-    for (const engine of this.engines.values()) this.sample(engine, now);
-    const peers = this.deps.peers();
+    const prepared = this.prepared !== null && now - this.prepared.atMonoUs <= PREPARED_MAX_AGE_US ? this.prepared.peers : null;
+    this.prepared = null;
+    const peers = prepared ?? this.readAndSample(now);
     const wallNow = this.deps.clock.wallUs();
     let next = SAMPLE_INTERVAL_US;
     for (const engine of this.engines.values()) {
@@ -147,6 +153,23 @@ export class ProcessGate {
       next = Math.min(next, changeInUs);
     }
     return Math.max(500, next);
+  }
+
+  /**
+   * Sample activity and read the registry now, for a step due within PREPARED_MAX_AGE_US: that
+   * step (at a window edge) then only decides and signals. Reading /proc and the registry takes a
+   * few hundred µs on a cold cache, and every µs between the edge and the signal is a µs in which
+   * two engines share the device, or none has it.
+   */
+  prepare(): void {
+    if (this.stopped) return;
+    const now = this.deps.clock.monoUs();
+    this.prepared = { peers: this.readAndSample(now), atMonoUs: now };
+  }
+
+  private readAndSample(nowMonoUs: number): readonly AlivePeer[] {
+    for (const engine of this.engines.values()) this.sample(engine, nowMonoUs);
+    return this.deps.peers();
   }
 
   /** Resume every engine and stop deciding (shutdown, errors). Safe to call twice, and from a
