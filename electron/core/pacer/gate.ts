@@ -48,8 +48,12 @@ export type GateDecision =
  *  the window may run past its end: that overshoot (at most one step) is the price of never leaving
  *  the device idle at a hand-over, and is what the `+ 2 tokens` of the stall bound allows for. */
 export function decideGate(peers: readonly AlivePeer[], selfSlot: number | null, wallNowUs: number): GateDecision {
-  const pass = freePass(peers, selfSlot);
-  if (pass !== null || selfSlot === null) return pass ?? ALONE;
+  if (selfSlot === null) return ALONE;
+  return freePass(peers, selfSlot) ?? decideInSchedule(peers, selfSlot, wallNowUs);
+}
+
+/** The decision when someone else is active: follow the schedule. Pure. */
+function decideInSchedule(peers: readonly AlivePeer[], selfSlot: number, wallNowUs: number): GateDecision {
   const schedule = buildSchedule(peers.filter((peer) => peer.share > 0).map((peer) => ({ slot: peer.record.slot, share: peer.share })));
   const waitUs = usUntilWindow(schedule, selfSlot, wallNowUs);
   // Our own record may not show us active yet (the registry is read before our update lands).
@@ -63,8 +67,7 @@ const OTHERS_IDLE: GateDecision = Object.freeze({ kind: 'others-idle' });
 
 /** Alone, or every other peer idle: the caller goes, with no schedule to compute and no clock to
  *  read (a lone engine pays next to nothing for the gate). Null when someone else is active. Pure. */
-export function freePass(peers: readonly AlivePeer[], selfSlot: number | null): GateDecision | null {
-  if (selfSlot === null) return ALONE;
+export function freePass(peers: readonly AlivePeer[], selfSlot: number): GateDecision | null {
   let others = false;
   for (const peer of peers) {
     if (peer.record.slot === selfSlot) continue;
@@ -138,12 +141,7 @@ export class CooperativeGate {
     if (!this.publishedActive || now - this.lastPublishMonoUs >= PUBLISH_INTERVAL_US) this.publish(now);
     const peers = this.peers(now);
     const slot = this.registry.selfSlot();
-    let first = freePass(peers, slot);
-    if (first === null) {
-      const wallNow = this.clock.wallUs();
-      first = decideGate(peers, slot, wallNow);
-      if (first.kind === 'wait' && this.stepStartedInWindow && slot !== null) this.overshoot.record(usSinceWindowEnd(first.schedule, slot, wallNow));
-    }
+    const first = slot === null ? ALONE : (freePass(peers, slot) ?? this.followSchedule(peers, slot));
     this.stats.decisions[first.kind]++;
     if (first.kind === 'wait') this.stats.sleeps++;
     let decision = first;
@@ -153,7 +151,8 @@ export class CooperativeGate {
       await this.sleep(napUs);
       decision = decideGate(this.peers(this.clock.monoUs()), this.registry.selfSlot(), this.clock.wallUs());
     }
-    this.lastReturnMonoUs = decision === first && first.kind !== 'wait' ? now : this.clock.monoUs();
+    // Without a sleep, the step's own reading of the clock will do.
+    this.lastReturnMonoUs = first.kind === 'wait' ? this.clock.monoUs() : now;
     this.stepStartedInWindow = decision.kind === 'in-window';
     return first;
   }
@@ -163,6 +162,15 @@ export class CooperativeGate {
   refresh(): void {
     const now = this.clock.monoUs();
     if (this.publishedActive !== this.meter.active(now) || now - this.lastPublishMonoUs >= PUBLISH_INTERVAL_US) this.publish(now);
+  }
+
+  /** The schedule's decision for this step; a wait after a step begun inside our window records how
+   *  far past the window's end that step ran. */
+  private followSchedule(peers: readonly AlivePeer[], slot: number): GateDecision {
+    const wallNow = this.clock.wallUs();
+    const decision = decideInSchedule(peers, slot, wallNow);
+    if (decision.kind === 'wait' && this.stepStartedInWindow) this.overshoot.record(usSinceWindowEnd(decision.schedule, slot, wallNow));
+    return decision;
   }
 
   /** The peers as read at most VIEW_MAX_AGE_US ago. */
