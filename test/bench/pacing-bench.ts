@@ -135,9 +135,8 @@ interface ScenarioResult {
    *  (tokens dearer in one engine than in another). */
   cpu_pct?: number[];
   cpu_ms_per_token?: number[];
-  /** Time the hypervisor took core 0 away during the run (with --repeat: all its runs) (steal,
-   *  /proc/stat; 10 ms resolution):
-   *  on a virtual machine, what no pacing can account for. */
+  /** Steal time: how long the hypervisor took core 0 away during the run (with --repeat, during
+   *  all its runs; /proc/stat, 10 ms resolution). On a virtual machine, what no pacing can help. */
   steal_ms?: number;
   /** Seconds from the idle/kill event until engine 0 ran ≥ 95 % of its solo rate; null = never. */
   recovery_s?: number | null;
@@ -176,7 +175,6 @@ function counterAt(counters: readonly [number, number][], us: number): number | 
   return null;
 }
 
-/** tok/s of one engine: from its own counter when it has one, else from the recorded tokens. */
 /** Core 0's steal time so far (ms), from /proc/stat; null where there is none to read. */
 function core0StealMs(): number | null {
   try {
@@ -199,6 +197,7 @@ function cpuOf(output: BurnOutputFile, fromUs: number, toUs: number): { cpuUs: n
   return { cpuUs: (output.cpu[last] ?? 0) - (output.cpu[first] ?? 0), tokens: last - first };
 }
 
+/** tok/s of one engine: from its own counter when it has one, else from the recorded tokens. */
 function rateOf(output: BurnOutputFile, fromUs: number, toUs: number): number {
   const from = counterAt(output.counters, fromUs);
   const to = counterAt(output.counters, toUs);
