@@ -73,7 +73,6 @@ function takeArguments(method: string, args: readonly unknown[], count: number):
   if (args.length !== count) throw badField('arguments', `${method} takes ${count} argument${count === 1 ? '' : 's'}, got ${args.length}`);
 }
 
-
 /** Told the verdict of every plan made through IPC, by the profile asked for (plans themselves
  *  carry no profile id): the tray's Launch menu shows the last one. */
 export type PlanObserver = (profileId: string, verdict: Verdict) => void;

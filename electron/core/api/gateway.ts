@@ -31,7 +31,6 @@ export interface CompletionRequest {
   body: Record<string, unknown>;
 }
 
-
 function optionalNumber(body: Record<string, unknown>, field: string, min: number, max: number, integer: boolean): void {
   const value = body[field];
   if (value === undefined || value === null) return;

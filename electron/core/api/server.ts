@@ -58,7 +58,6 @@ export interface ApiServer {
   close(): Promise<void>;
 }
 
-
 /** A path segment, decoded; a malformed %-escape is the client's error, not ours. */
 function decodeSegment(raw: string): string {
   try {

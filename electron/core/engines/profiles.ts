@@ -16,9 +16,9 @@
 import { constants as fsConstants, copyFileSync, readFileSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import Conf from 'conf';
+import { WEIGHT_MAX, WEIGHT_MIN } from '../contract.js';
 import { PRIORITIES, type Priority } from '../planner/policy.js';
 
-import { WEIGHT_MAX, WEIGHT_MIN } from '../contract.js';
 export type { Priority } from '../planner/policy.js';
 
 export type EngineKind = 'builtin' | 'llama-server' | 'llamafile' | 'opencoti-llamafile' | 'command';
@@ -92,7 +92,6 @@ export const PROFILE_NAME_MAX_BYTES = 47;
 export const CONTEXT_SIZE_MAX = 10_000_000;
 export const GPU_LAYERS_MAX = 100_000;
 export const DEFAULT_GPU_LAYERS = 99;
-export { WEIGHT_MAX, WEIGHT_MIN };
 
 export const DEFAULT_WEIGHT_BY_PRIORITY: Readonly<Record<Priority, number>> = Object.freeze({ interactive: 3, background: 1, lab: 1 });
 

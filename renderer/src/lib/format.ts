@@ -3,6 +3,7 @@
  * and carries a title that says why, so that NaN, undefined or a bare number never reach the
  * page.
  */
+import { formatBytes } from '../../../electron/core/planner/describe.js';
 
 export const UNKNOWN_TEXT = '—';
 
@@ -11,8 +12,6 @@ export interface Shown {
   text: string;
   title: string | null;
 }
-
-import { formatBytes } from '../../../electron/core/planner/describe.js';
 
 export const GIB = 1024 ** 3;
 export const MIB = 1024 ** 2;

@@ -3,12 +3,12 @@
  * → 1 feels like 1 → 2), a number field that takes the contract's full range, keyboard steps, and
  * the throttle that keeps a drag from flooding the core while always sending the final value.
  */
+import { WEIGHT_MAX, WEIGHT_MIN } from '../../../electron/core/contract.js';
 
 export const SLIDER_MIN_WEIGHT = 0.1;
 export const SLIDER_MAX_WEIGHT = 10;
 /** The range input's integer positions: 0 … SLIDER_STEPS. */
 export const SLIDER_STEPS = 1000;
-import { WEIGHT_MAX, WEIGHT_MIN } from '../../../electron/core/contract.js';
 
 const LOG_MIN = Math.log(SLIDER_MIN_WEIGHT);
 const LOG_SPAN = Math.log(SLIDER_MAX_WEIGHT) - LOG_MIN;
@@ -72,10 +72,10 @@ export type WeightInput = { ok: true; weight: number } | { ok: false; message: s
  *  type otherwise. */
 export function parseWeightInput(text: string): WeightInput {
   const trimmed = text.trim().replace(',', '.');
-  if (trimmed === '') return { ok: false, message: 'type a weight from 0.01 to 100' };
+  if (trimmed === '') return { ok: false, message: `type a weight from ${WEIGHT_MIN} to ${WEIGHT_MAX}` };
   const value = Number(trimmed);
-  if (!Number.isFinite(value)) return { ok: false, message: `"${text.trim()}" is not a number: type a weight from 0.01 to 100` };
-  if (value < WEIGHT_MIN || value > WEIGHT_MAX) return { ok: false, message: `${value} is out of range: a weight is from 0.01 to 100` };
+  if (!Number.isFinite(value)) return { ok: false, message: `"${text.trim()}" is not a number: type a weight from ${WEIGHT_MIN} to ${WEIGHT_MAX}` };
+  if (value < WEIGHT_MIN || value > WEIGHT_MAX) return { ok: false, message: `${value} is out of range: a weight is from ${WEIGHT_MIN} to ${WEIGHT_MAX}` };
   return { ok: true, weight: Number(value.toPrecision(6)) };
 }
 
