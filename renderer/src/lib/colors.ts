@@ -19,9 +19,11 @@ export interface PeerColour {
   light: string;
 }
 
+/** A slot as an index into the 16 (anything that is not a slot counts as slot 0). */
+const slotIndex = (slot: number): number => (Number.isInteger(slot) && slot >= 0 ? slot % SLOT_COUNT : 0);
+
 export function slotHue(slot: number): number {
-  const index = Number.isInteger(slot) && slot >= 0 ? slot % SLOT_COUNT : 0;
-  return (HUE_OFFSET + ((index * SLOT_STRIDE) % SLOT_COUNT) * HUE_STEP) % 360;
+  return (HUE_OFFSET + ((slotIndex(slot) * SLOT_STRIDE) % SLOT_COUNT) * HUE_STEP) % 360;
 }
 
 /** Lightness steps through three levels by slot, so that two slots whose hues happen to be
@@ -41,8 +43,7 @@ export function peerColour(slot: number): PeerColour {
 
 function makePeerColour(slot: number): PeerColour {
   const hue = Math.round(slotHue(slot) * 10) / 10;
-  const index = Number.isInteger(slot) && slot >= 0 ? slot % SLOT_COUNT : 0;
-  const lightness = LIGHTNESS[index % LIGHTNESS.length] ?? 47;
+  const lightness = LIGHTNESS[slotIndex(slot) % LIGHTNESS.length] ?? 47;
   return {
     hue,
     solid: `hsl(${hue} 68% ${lightness}%)`,
