@@ -48,15 +48,21 @@ describe('supervisor', () => {
   it('launches a command engine under the process gate, shows it in the registry, and stops it gracefully', async () => {
     const events: SupervisorEvent[] = [];
     const { supervisor, gpuKey } = supervisorOn(24 * GiB, events);
-    const result = await supervisor.launch(burn('burner'));
+    const dir = mkdtempSync(join(tmpdir(), 'gpu-share-sup-'));
+    const out = join(dir, 'burner.jsonl');
+    const spec = burn('burner');
+    const result = await supervisor.launch({ ...spec, args: [...spec.args, '--out', out] });
     expect(result.plan.verdict).toBe('ADMIT');
     expect(result.engine?.state).toBe('running');
     expect(peersOf(gpuKey).map((p) => p.name)).toContain('burner');
+    // Stop it mid-decode, as a user would: a graceful stop then exits 0.
+    await until(() => readBurnOutput(out).tokens.length > 0, 10_000, 'the first tokens');
     const stopped = await supervisor.stop(result.engine?.id ?? '');
     expect(stopped.state).toBe('stopped');
     expect(stopped.exitCode).toBe(0);
     expect(events.some((e) => e.kind === 'plan')).toBe(true);
     expect(events.filter((e) => e.kind === 'state').map((e) => (e.kind === 'state' ? e.engine.state : ''))).toEqual(['loading', 'running', 'stopping', 'stopped']);
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it('detects a crash with its exit code and last log lines', async () => {
