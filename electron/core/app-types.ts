@@ -3,7 +3,7 @@
  * `gpu-share serve` both build the core through `startCore(options)`.
  */
 import type { RegistryHelper } from '../../native/helper.js';
-import type { GpuShareApi, AppState } from './contract.js';
+import type { GpuShareApi, AppState, EngineView, Profile } from './contract.js';
 import type { GpuPeersView } from './registry/view.js';
 import type { SpawnRequest, SpawnedProcess } from './engines/supervisor.js';
 import type { SettingsStore } from './settings.js';
@@ -40,6 +40,10 @@ export interface GatewayView {
 export interface Core extends GpuShareApi {
   /** The current state, synchronously (the tray menu is rebuilt from it). */
   snapshot(): AppState;
+  /** The engines GPU Share runs, without the rest of the state (the gateway asks per request). */
+  engines(): EngineView[];
+  /** The saved profiles, synchronously. */
+  profileList(): Profile[];
   readonly settings: SettingsStore;
   readonly dataDir: string;
   /** The registry issue's `/gpu/peers` object for a device (the first device by default). */

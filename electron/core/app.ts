@@ -281,9 +281,10 @@ class GpuShareCore implements Core {
     this.apiPort = port;
   }
 
-  /** The engines GPU Share runs (for the gateway). */
   engines(): EngineView[] {
-    return this.supervisor.list().map((e) => this.engineView(e));
+    // One registry read for all of them.
+    const peers = this.alivePeers(this.gpuKey);
+    return this.supervisor.list().map((e) => this.engineView(e, peers));
   }
 
   profileList(): Profile[] {

@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { formatPacerLine, OvershootLog, parsePacerLine } from '../../electron/core/pacer/overshoot.js';
 import { buildSchedule, usSinceWindowEnd } from '../../electron/core/pacer/schedule.js';
+import { formatHostEvent, parseHostLine } from '../../electron/core/engines/host-protocol.js';
 
 describe('overshoot', () => {
   it('measures the time since a window ended, 0 inside it', () => {
@@ -27,6 +28,13 @@ describe('overshoot', () => {
     expect(parsePacerLine(formatPacerLine([1, 250]))).toEqual([1, 250]);
     for (const line of ['gpu-share: pacer ', 'gpu-share: pacer {"overshoots_us":[-1]}', 'gpu-share: pacer {"overshoots_us":"x"}', 'gpu-share: pacer {', 'gpu-share: joined x', `gpu-share: pacer {"overshoots_us":[${'1,'.repeat(300)}1]}`]) {
       expect(parsePacerLine(line), line.slice(0, 40)).toBeNull();
+    }
+  });
+
+  it("reads the engine host's pacer event with the same check as the stderr line", () => {
+    expect(parseHostLine(formatHostEvent({ event: 'pacer', overshoots_us: [0, 4_200] }))).toEqual({ event: 'pacer', overshoots_us: [0, 4_200] });
+    for (const list of ['[-1]', '"x"', '[1e9]', `[${'1,'.repeat(300)}1]`, '[null]']) {
+      expect(parseHostLine(`{"event":"pacer","overshoots_us":${list}}`), list.slice(0, 20)).toBeNull();
     }
   });
 });

@@ -180,12 +180,12 @@ export class Gateway {
 
   /** A running engine for the capability: one that runs, one that loads, or one loaded now. */
   private async engineFor(capability: string, gone: () => boolean): Promise<EngineView> {
-    const state = this.core.snapshot();
-    const profiles = state.profiles.filter((p) => p.capabilities.includes(capability));
+    const profiles = this.core.profileList().filter((p) => p.capabilities.includes(capability));
     const ids = new Set(profiles.map((p) => p.id));
-    const running = state.engines.find((e) => ids.has(e.profileId) && e.state === 'running' && e.port !== null);
+    const engines = this.core.engines();
+    const running = engines.find((e) => ids.has(e.profileId) && e.state === 'running' && e.port !== null);
     if (running !== undefined) return running;
-    const loading = state.engines.find((e) => ids.has(e.profileId) && e.state === 'loading');
+    const loading = engines.find((e) => ids.has(e.profileId) && e.state === 'loading');
     if (loading !== undefined) return this.untilRunning(loading.id, gone);
     const profile = profiles[0];
     if (profile === undefined) throw badField('model', `unknown capability "${capability}"`);
@@ -244,7 +244,7 @@ export class Gateway {
         clearInterval(poll);
         clearTimeout(timeout);
       }
-      check(this.core.snapshot().engines.find((e) => e.id === engineId));
+      check(this.core.engines().find((e) => e.id === engineId));
     });
   }
 

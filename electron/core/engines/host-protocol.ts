@@ -11,6 +11,7 @@
  * Anything else on stdout (a library printing a stray line) is not protocol: `parseHostLine`
  * returns null for it and never throws, whatever the bytes.
  */
+import { overshootsOf } from '../pacer/overshoot.js';
 
 export type HostLogLevel = 'info' | 'warn' | 'error';
 
@@ -93,9 +94,8 @@ export function parseHostLine(line: string): HostEvent | null {
       return { event: 'fatal', message };
     }
     case 'pacer': {
-      const list = value['overshoots_us'];
-      if (!Array.isArray(list) || list.length > 256 || !list.every((v) => typeof v === 'number' && Number.isFinite(v) && v >= 0 && v < 60_000_000)) return null;
-      return { event: 'pacer', overshoots_us: list as number[] };
+      const list = overshootsOf(value['overshoots_us']);
+      return list === null ? null : { event: 'pacer', overshoots_us: list };
     }
     default:
       return null;

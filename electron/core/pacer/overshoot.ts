@@ -35,10 +35,15 @@ export function parsePacerLine(line: string): number[] | null {
   if (!line.startsWith(PACER_LINE_PREFIX) || line.length > 16_384) return null;
   try {
     const value = JSON.parse(line.slice(PACER_LINE_PREFIX.length)) as unknown;
-    const list = (value as { overshoots_us?: unknown } | null)?.overshoots_us;
-    if (!Array.isArray(list) || list.length > MAX_BATCH || !list.every((v) => typeof v === 'number' && Number.isFinite(v) && v >= 0 && v < 60_000_000)) return null;
-    return list as number[];
+    return overshootsOf((value as { overshoots_us?: unknown } | null)?.overshoots_us);
   } catch {
     return null;
   }
+}
+
+/** A report's `overshoots_us` when it is one (a batch of µs, each under a minute); null otherwise.
+ *  The one check for both transports: `gpu-share run`'s stderr line and the engine host's event. */
+export function overshootsOf(list: unknown): number[] | null {
+  if (!Array.isArray(list) || list.length > MAX_BATCH) return null;
+  return list.every((v) => typeof v === 'number' && Number.isFinite(v) && v >= 0 && v < 60_000_000) ? (list as number[]) : null;
 }
