@@ -130,6 +130,9 @@ interface ScenarioResult {
   /** Engine 0 alone at the start of the same run (for static: the free engine's): what the
    *  aggregate and the recovery are compared with. */
   solo_tokps: number;
+  /** Engine 0 alone before the others start and, where the scenario has one, after they stop: the
+   *  two measurements solo_tokps averages. Apart, they show how far the machine drifted in a run. */
+  solo_before_after_tokps?: [number, number | null];
   /** Burn engines: each engine's CPU time over the measured interval, as % of it, and its CPU
    *  time per token (ms). They tell a scheduling bias (CPU split unevenly) from a per-token cost
    *  (tokens dearer in one engine than in another). */
@@ -142,7 +145,7 @@ interface ScenarioResult {
   recovery_s?: number | null;
   targets_met?: boolean;
   /** With --repeat: each run's headline figures (the rest of the result is their medians). */
-  runs?: { ratio: number | null; aggregate_pct_of_solo: number; itl_max_ms: number[]; bound_ok: boolean; steal_ms?: number; recovery_s?: number | null }[];
+  runs?: { ratio: number | null; aggregate_pct_of_solo: number; itl_max_ms: number[]; bound_ok: boolean; steal_ms?: number; recovery_s?: number | null; solo_before_after_tokps?: [number, number | null] }[];
 }
 
 const round = (x: number, digits = 2): number => Math.round(x * 10 ** digits) / 10 ** digits;
@@ -416,6 +419,7 @@ async function runScenario(mode: Mode, scenario: Scenario, iterations: number, d
     bound_ms: boundMs.map((b) => round(b, 1)),
     bound_ok: false,
     solo_tokps: round(soloTokps, 1),
+    ...(soloOverride === null ? { solo_before_after_tokps: [round(before, 1), after === null ? null : round(after, 1)] as [number, number | null] } : {}),
   };
   result.bound_ok = withinBound(result);
   if (stealBefore !== null && stealAfter !== null) result.steal_ms = stealAfter - stealBefore;
@@ -463,9 +467,10 @@ function medianOf(runs: ScenarioResult[]): ScenarioResult {
     itl_ms: itl((r) => r.itl_ms),
     itl_ms_per_engine: first.weights.map((_, i) => itl((r) => r.itl_ms_per_engine[i] ?? { p50: 0, p95: 0, max: 0 })),
     solo_tokps: m((r) => r.solo_tokps, 1),
-    runs: runs.map((r) => ({ ratio: r.ratio, aggregate_pct_of_solo: r.aggregate_pct_of_solo, itl_max_ms: r.itl_ms_per_engine.map((e) => e.max), bound_ok: r.bound_ok, ...(r.steal_ms !== undefined ? { steal_ms: r.steal_ms } : {}), ...(r.recovery_s !== undefined ? { recovery_s: r.recovery_s } : {}) })),
+    runs: runs.map((r) => ({ ratio: r.ratio, aggregate_pct_of_solo: r.aggregate_pct_of_solo, itl_max_ms: r.itl_ms_per_engine.map((e) => e.max), bound_ok: r.bound_ok, ...(r.steal_ms !== undefined ? { steal_ms: r.steal_ms } : {}), ...(r.recovery_s !== undefined ? { recovery_s: r.recovery_s } : {}), ...(r.solo_before_after_tokps !== undefined ? { solo_before_after_tokps: r.solo_before_after_tokps } : {}) })),
   };
   delete result.targets_met;
+  delete result.solo_before_after_tokps; // each run's is under `runs`
   if (runs.every((r) => r.cpu_pct && r.cpu_ms_per_token)) {
     result.cpu_pct = perEngine((r, i) => r.cpu_pct?.[i] ?? 0, 1);
     result.cpu_ms_per_token = perEngine((r, i) => r.cpu_ms_per_token?.[i] ?? 0, 3);
@@ -582,7 +587,7 @@ async function main(): Promise<void> {
           const result = await runScenario(mode, scenario, iterations, dir, wallUs, mode === 'static' ? freeSolo : null);
           if (mode === 'free') freeSolo = result.solo_tokps;
           runsByMode.set(mode, [...(runsByMode.get(mode) ?? []), result]);
-          log(`  ${scenario.name.padEnd(15)} ${mode.padEnd(6)}${repeat > 1 ? ` run ${run + 1}/${repeat}` : ''} tok/s ${result.tokps.join(' / ')}${result.ratio !== null ? `  ratio ${result.ratio}` : ''}  agg ${result.aggregate_pct_of_solo}% of ${result.solo_tokps}${result.cpu_pct ? `  cpu ${result.cpu_pct.join('/')}% ${result.cpu_ms_per_token?.join('/')} ms/tok` : ''}${result.steal_ms ? `  steal ${result.steal_ms} ms` : ''}${result.recovery_s !== undefined ? `  recovery ${result.recovery_s ?? 'never'} s` : ''}`);
+          log(`  ${scenario.name.padEnd(15)} ${mode.padEnd(6)}${repeat > 1 ? ` run ${run + 1}/${repeat}` : ''} tok/s ${result.tokps.join(' / ')}${result.ratio !== null ? `  ratio ${result.ratio}` : ''}  agg ${result.aggregate_pct_of_solo}% of ${result.solo_tokps}${result.solo_before_after_tokps?.[1] ? ` (${result.solo_before_after_tokps.join(' → ')})` : ''}${result.cpu_pct ? `  cpu ${result.cpu_pct.join('/')}% ${result.cpu_ms_per_token?.join('/')} ms/tok` : ''}${result.steal_ms ? `  steal ${result.steal_ms} ms` : ''}${result.recovery_s !== undefined ? `  recovery ${result.recovery_s ?? 'never'} s` : ''}`);
         }
       }
       for (const runs of runsByMode.values()) {

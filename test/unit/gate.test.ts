@@ -4,7 +4,7 @@ import { FakeClock } from '../../electron/core/clock.js';
 import { decodeSegment, encodeEmptySegment, encodeSlot } from '../../electron/core/registry/codec.js';
 import { judgeOneShot } from '../../electron/core/registry/liveness.js';
 import { resolvePeers } from '../../electron/core/registry/view.js';
-import { CooperativeGate, PREPARE_US, VIEW_MAX_AGE_US, decideGate, type GateRegistry } from '../../electron/core/pacer/gate.js';
+import { CooperativeGate, PREPARE_US, VIEW_MAX_AGE_US, decideGate, type GateDecision, type GateRegistry } from '../../electron/core/pacer/gate.js';
 
 /** A registry in memory: each gate publishes into its own slot; peers() reads them all. */
 class MemoryRegistry {
@@ -156,12 +156,14 @@ describe('cooperative gate (fake clock)', () => {
     const clock = new FakeClock();
     const registry = new MemoryRegistry(clock);
     registry.join(1, 1, true);
-    const own = registry.join(0, 2);
+    // Weight 8: our window is the first 320 ms of the period, with two peers (period 360 ms) and
+    // with three (400 ms), so that every step below falls inside it.
+    const own = registry.join(0, 8);
     let reads = 0;
     const counted: GateRegistry = { ...own, peers: () => (reads++, own.peers()) };
     const { sleep } = fakeSleep(clock);
     const gate = new CooperativeGate(counted, clock, sleep);
-    atPeriodStart(clock, 120_000);
+    atPeriodStart(clock, 3_600_000); // both periods start here
     // The first step publishes us active before it reads, so it already sees its window.
     clock.advance(1_000);
     expect((await gate.afterStep(1_000)).kind).toBe('in-window');
@@ -175,11 +177,13 @@ describe('cooperative gate (fake clock)', () => {
     // A new peer becomes active: the gate sees it within VIEW_MAX_AGE_US.
     registry.join(2, 1, true);
     const before = reads;
+    let decision: GateDecision | null = null;
     for (let i = 0; i < VIEW_MAX_AGE_US / 1_000; i++) {
       clock.advance(1_000);
-      await gate.afterStep(1_000);
+      decision = await gate.afterStep(1_000);
     }
     expect(reads).toBe(before + 1);
+    expect(decision?.kind === 'in-window' ? decision.schedule.windows.length : 0).toBe(3);
   });
 
   it('publishes busy_ppm as the fraction of the last second spent in steps', async () => {
