@@ -125,6 +125,10 @@ interface ScenarioResult {
   aggregate_pct_of_solo: number;
   itl_ms: { p50: number; p95: number; max: number };
   itl_ms_per_engine: { p50: number; p95: number; max: number }[];
+  /** Burn engines: the CPU time (ms) the engine spent in each engine's longest gap: one token's
+   *  worth (~5 ms) when the gap is waiting; much more when the token itself came out dear (the
+   *  machine, not the pacing: see pacer/NOTES.md). */
+  itl_max_cpu_ms?: number[];
   bound_ms: number[];
   bound_ok: boolean;
   /** Engine 0 alone at the start of the same run (for static: the free engine's): what the
@@ -145,7 +149,7 @@ interface ScenarioResult {
   recovery_s?: number | null;
   targets_met?: boolean;
   /** With --repeat: each run's headline figures (the rest of the result is their medians). */
-  runs?: { ratio: number | null; aggregate_pct_of_solo: number; itl_max_ms: number[]; bound_ok: boolean; steal_ms?: number; recovery_s?: number | null; solo_before_after_tokps?: [number, number | null] }[];
+  runs?: { ratio: number | null; aggregate_pct_of_solo: number; itl_max_ms: number[]; itl_max_cpu_ms?: number[]; bound_ok: boolean; steal_ms?: number; recovery_s?: number | null; solo_before_after_tokps?: [number, number | null] }[];
 }
 
 const round = (x: number, digits = 2): number => Math.round(x * 10 ** digits) / 10 ** digits;
@@ -198,6 +202,21 @@ function cpuOf(output: BurnOutputFile, fromUs: number, toUs: number): { cpuUs: n
   for (let i = output.tokens.length - 1; i >= 0; i--) if ((output.tokens[i] ?? 0) < toUs) { last = i; break; }
   if (first < 0 || last <= first) return null;
   return { cpuUs: (output.cpu[last] ?? 0) - (output.cpu[first] ?? 0), tokens: last - first };
+}
+
+/** The engine's CPU time (ms) between the two tokens of its longest gap in [fromUs, toUs); null
+ *  without CPU figures or gaps. */
+function cpuInLongestGapMs(output: BurnOutputFile, fromUs: number, toUs: number): number | null {
+  if (output.cpu.length !== output.tokens.length) return null;
+  let longest = -1;
+  let at = -1;
+  for (let i = 1; i < output.tokens.length; i++) {
+    const t0 = output.tokens[i - 1] ?? 0;
+    const t1 = output.tokens[i] ?? 0;
+    if (t0 < fromUs || t1 >= toUs) continue;
+    if (t1 - t0 > longest) [longest, at] = [t1 - t0, i];
+  }
+  return at < 0 ? null : ((output.cpu[at] ?? 0) - (output.cpu[at - 1] ?? 0)) / 1000;
 }
 
 /** tok/s of one engine: from its own counter when it has one, else from the recorded tokens. */
@@ -427,6 +446,7 @@ async function runScenario(mode: Mode, scenario: Scenario, iterations: number, d
   if (cpu.every((c) => c !== null)) {
     result.cpu_pct = cpu.map((c) => round(((c?.cpuUs ?? 0) / (toUs - fromUs)) * 100, 1));
     result.cpu_ms_per_token = cpu.map((c) => round((c?.cpuUs ?? 0) / 1000 / Math.max(1, c?.tokens ?? 1), 3));
+    result.itl_max_cpu_ms = outputs.map((o) => round(cpuInLongestGapMs(o, fromUs, toUs) ?? 0, 1));
   }
   if (scenario.event === 'idle') eventUs = Math.max(...tokensOf(1));
   if (scenario.event !== undefined && eventUs !== null) {
@@ -467,10 +487,11 @@ function medianOf(runs: ScenarioResult[]): ScenarioResult {
     itl_ms: itl((r) => r.itl_ms),
     itl_ms_per_engine: first.weights.map((_, i) => itl((r) => r.itl_ms_per_engine[i] ?? { p50: 0, p95: 0, max: 0 })),
     solo_tokps: m((r) => r.solo_tokps, 1),
-    runs: runs.map((r) => ({ ratio: r.ratio, aggregate_pct_of_solo: r.aggregate_pct_of_solo, itl_max_ms: r.itl_ms_per_engine.map((e) => e.max), bound_ok: r.bound_ok, ...(r.steal_ms !== undefined ? { steal_ms: r.steal_ms } : {}), ...(r.recovery_s !== undefined ? { recovery_s: r.recovery_s } : {}), ...(r.solo_before_after_tokps !== undefined ? { solo_before_after_tokps: r.solo_before_after_tokps } : {}) })),
+    runs: runs.map((r) => ({ ratio: r.ratio, aggregate_pct_of_solo: r.aggregate_pct_of_solo, itl_max_ms: r.itl_ms_per_engine.map((e) => e.max), ...(r.itl_max_cpu_ms !== undefined ? { itl_max_cpu_ms: r.itl_max_cpu_ms } : {}), bound_ok: r.bound_ok, ...(r.steal_ms !== undefined ? { steal_ms: r.steal_ms } : {}), ...(r.recovery_s !== undefined ? { recovery_s: r.recovery_s } : {}), ...(r.solo_before_after_tokps !== undefined ? { solo_before_after_tokps: r.solo_before_after_tokps } : {}) })),
   };
   delete result.targets_met;
   delete result.solo_before_after_tokps; // each run's is under `runs`
+  delete result.itl_max_cpu_ms;
   if (runs.every((r) => r.cpu_pct && r.cpu_ms_per_token)) {
     result.cpu_pct = perEngine((r, i) => r.cpu_pct?.[i] ?? 0, 1);
     result.cpu_ms_per_token = perEngine((r, i) => r.cpu_ms_per_token?.[i] ?? 0, 3);
@@ -587,7 +608,7 @@ async function main(): Promise<void> {
           const result = await runScenario(mode, scenario, iterations, dir, wallUs, mode === 'static' ? freeSolo : null);
           if (mode === 'free') freeSolo = result.solo_tokps;
           runsByMode.set(mode, [...(runsByMode.get(mode) ?? []), result]);
-          log(`  ${scenario.name.padEnd(15)} ${mode.padEnd(6)}${repeat > 1 ? ` run ${run + 1}/${repeat}` : ''} tok/s ${result.tokps.join(' / ')}${result.ratio !== null ? `  ratio ${result.ratio}` : ''}  agg ${result.aggregate_pct_of_solo}% of ${result.solo_tokps}${result.solo_before_after_tokps?.[1] ? ` (${result.solo_before_after_tokps.join(' → ')})` : ''}${result.cpu_pct ? `  cpu ${result.cpu_pct.join('/')}% ${result.cpu_ms_per_token?.join('/')} ms/tok` : ''}${result.steal_ms ? `  steal ${result.steal_ms} ms` : ''}${result.recovery_s !== undefined ? `  recovery ${result.recovery_s ?? 'never'} s` : ''}`);
+          log(`  ${scenario.name.padEnd(15)} ${mode.padEnd(6)}${repeat > 1 ? ` run ${run + 1}/${repeat}` : ''} tok/s ${result.tokps.join(' / ')}${result.ratio !== null ? `  ratio ${result.ratio}` : ''}  agg ${result.aggregate_pct_of_solo}% of ${result.solo_tokps}${result.solo_before_after_tokps?.[1] ? ` (${result.solo_before_after_tokps.join(' → ')})` : ''}${result.cpu_pct ? `  cpu ${result.cpu_pct.join('/')}% ${result.cpu_ms_per_token?.join('/')} ms/tok` : ''}  max gap ${result.itl_ms_per_engine.map((e) => e.max).join('/')} ms${result.itl_max_cpu_ms ? ` (cpu in it ${result.itl_max_cpu_ms.join('/')})` : ''}${result.steal_ms ? `  steal ${result.steal_ms} ms` : ''}${result.recovery_s !== undefined ? `  recovery ${result.recovery_s ?? 'never'} s` : ''}`);
         }
       }
       for (const runs of runsByMode.values()) {
