@@ -108,6 +108,14 @@ const PUBLISH_INTERVAL_US = 250_000;
  */
 export const VIEW_MAX_AGE_US = 100_000;
 
+/** The gate's copy of the registry: the peers, when they were read (monotonic µs), and their
+ *  schedule once a step needed it. */
+interface RegistryCopy {
+  readonly peers: readonly AlivePeer[];
+  readonly readAtMonoUs: number;
+  schedule: Schedule | null;
+}
+
 export interface GateStats {
   steps: number;
   sleeps: number;
@@ -121,8 +129,7 @@ export class CooperativeGate {
   private publishedActive = false;
   private lastPublishMonoUs = Number.NEGATIVE_INFINITY;
   private lastReturnMonoUs: number | null = null;
-  /** The registry as last read, when (monotonic µs), and its schedule once a step needed it. */
-  private view: { peers: readonly AlivePeer[]; readAtMonoUs: number; schedule: Schedule | null } | null = null;
+  private view: RegistryCopy | null = null;
   /** Did the step that just ended start inside our window? */
   private stepStartedInWindow = false;
   /** How far past our window's end each last-step-of-a-window ran. */
@@ -192,7 +199,7 @@ export class CooperativeGate {
     return view.schedule;
   }
 
-  private freshView(nowMonoUs: number): { peers: readonly AlivePeer[]; readAtMonoUs: number; schedule: Schedule | null } {
+  private freshView(nowMonoUs: number): RegistryCopy {
     if (this.view === null || nowMonoUs - this.view.readAtMonoUs >= VIEW_MAX_AGE_US) this.view = { peers: this.registry.peers(), readAtMonoUs: nowMonoUs, schedule: null };
     return this.view;
   }
