@@ -49,6 +49,8 @@ interface Scenario {
   ratioTarget: boolean;
   /** Also run it with built-in engines (slower to start: only where the ratio is the point). */
   builtin?: boolean;
+  /** The measured interval is this many times --measure-s (default 1). */
+  measureFactor?: number;
 }
 
 const OTHERS_START_S = 2.5;
@@ -58,10 +60,16 @@ const SCENARIOS: Scenario[] = [
   { name: 'solo', engines: [{ weight: 1 }], ratioTarget: false },
   { name: '2:1', engines: [{ weight: 2 }, { weight: 1 }], ratioTarget: true, builtin: true },
   { name: '1:1', engines: [{ weight: 1 }, { weight: 1 }], ratioTarget: true, builtin: true },
-  { name: '2:1:1', engines: [{ weight: 2 }, { weight: 1 }, { weight: 1 }], ratioTarget: true },
+  // Its 160 ms period holds one ~40 ms window (~8 tokens) per weight-1 engine, and a window holds 7
+  // or 8 of them as a step lands: in 3.6 s (22 windows) that alone put the two weight-1 engines'
+  // rates ±3 % apart from one interval to the next in a run whose 18 s as a whole were 0.4 % apart.
+  // Twice as long, it has as many windows as 1:1 has in 3.6 s.
+  { name: '2:1:1', engines: [{ weight: 2 }, { weight: 1 }, { weight: 1 }], ratioTarget: true, measureFactor: 2 },
   { name: '2:1 late start', engines: [{ weight: 2 }, { weight: 1, startS: 5 }], ratioTarget: true },
-  { name: 'idle release', engines: [{ weight: 1 }, { weight: 1 }], event: 'idle', ratioTarget: false },
-  { name: 'kill -9', engines: [{ weight: 1 }, { weight: 1 }], event: 'kill', ratioTarget: false },
+  // These two are about the recovery after their measured interval: 2.4 s of it (30 periods)
+  // leaves the whole run under 5 minutes.
+  { name: 'idle release', engines: [{ weight: 1 }, { weight: 1 }], event: 'idle', ratioTarget: false, measureFactor: 2 / 3 },
+  { name: 'kill -9', engines: [{ weight: 1 }, { weight: 1 }], event: 'kill', ratioTarget: false, measureFactor: 2 / 3 },
 ];
 
 /** When things happen in a scenario, in seconds after engine 0 starts. */
@@ -87,7 +95,7 @@ interface Timeline {
  * @param stopLingerS how long the others stay in the registry after they are stopped: 0 when they
  *   leave it (SIGTERM), 3 s plus margin when they are killed and their slots must age out
  */
-function timelineOf(scenario: Scenario, startupS = 0, measureS = MEASURE_S, stopLingerS = 0): Timeline {
+function timelineOf(scenario: Scenario, startupS = 0, measureS = MEASURE_S * (scenario.measureFactor ?? 1), stopLingerS = 0): Timeline {
   const starts = scenario.engines.map((e, i) => (i === 0 ? 0 : (e.startS ?? OTHERS_START_S) + startupS));
   const lastStart = Math.max(...starts);
   const alone = scenario.engines.length === 1;
@@ -105,13 +113,13 @@ function timelineOf(scenario: Scenario, startupS = 0, measureS = MEASURE_S, stop
   return {
     starts,
     baseline: [0.4 + startupS, (alone ? OTHERS_START_S + startupS : Math.min(...starts.slice(1))) - 0.05],
-    after: bracket ? [measureEndS + 0.5 + stopLingerS, measureEndS + 2 + stopLingerS] : afterEvent,
+    after: bracket ? [measureEndS + 0.3 + stopLingerS, measureEndS + 1.6 + stopLingerS] : afterEvent,
     othersStopS: bracket ? measureEndS : null,
     measureFromS,
     periods,
     periodUs,
     eventS,
-    lengthS: eventS !== null ? eventS + 4 : bracket ? measureEndS + 2.1 + stopLingerS : measureEndS + 0.3,
+    lengthS: eventS !== null ? eventS + 4 : bracket ? measureEndS + 1.7 + stopLingerS : measureEndS + 0.3,
   };
 }
 
@@ -368,7 +376,7 @@ async function runScenario(mode: Mode, scenario: Scenario, iterations: number, d
   // A built-in engine loads llama.cpp and its model before its first token; the second one does so
   // while the first decodes on the same core.
   // Built-in engines are stopped with SIGKILL (see othersStopS below): their slots age out in 3 s.
-  const timeline = mode === 'builtin' ? timelineOf(scenario, 6, MEASURE_S, 3.5) : timelineOf(scenario);
+  const timeline = mode === 'builtin' ? timelineOf(scenario, 6, MEASURE_S * (scenario.measureFactor ?? 1), 3.5) : timelineOf(scenario);
   const t0 = wallUs();
   const stealBefore = core0StealMs();
   const children: (ChildProcess | null)[] = scenario.engines.map(() => null);
