@@ -93,10 +93,9 @@ interface Timeline {
  * @param stopLingerS how long the others stay in the registry after they are stopped: 0 when they
  *   leave it (SIGTERM), 3 s plus margin when they are killed and their slots must age out
  */
-/** Seconds of the scenario's measured interval: --measure-s, stretched where the scenario asks. */
-const measureSOf = (scenario: Scenario): number => MEASURE_S * (scenario.measureFactor ?? 1);
-
-function timelineOf(scenario: Scenario, startupS = 0, measureS = measureSOf(scenario), stopLingerS = 0): Timeline {
+function timelineOf(scenario: Scenario, startupS = 0, stopLingerS = 0): Timeline {
+  // --measure-s, stretched where the scenario asks.
+  const measureS = MEASURE_S * (scenario.measureFactor ?? 1);
   const starts = scenario.engines.map((e, i) => (i === 0 ? 0 : (e.startS ?? OTHERS_START_S) + startupS));
   const lastStart = Math.max(...starts);
   const alone = scenario.engines.length === 1;
@@ -377,7 +376,7 @@ async function runScenario(mode: Mode, scenario: Scenario, iterations: number, d
   // A built-in engine loads llama.cpp and its model before its first token; the second one does so
   // while the first decodes on the same core.
   // Built-in engines are stopped with SIGKILL (see othersStopS below): their slots age out in 3 s.
-  const timeline = mode === 'builtin' ? timelineOf(scenario, 6, measureSOf(scenario), 3.5) : timelineOf(scenario);
+  const timeline = mode === 'builtin' ? timelineOf(scenario, 6, 3.5) : timelineOf(scenario);
   const t0 = wallUs();
   const stealBefore = core0StealMs();
   const children: (ChildProcess | null)[] = scenario.engines.map(() => null);
