@@ -352,9 +352,17 @@ function streamFromHost(host: ChildProcess, out: string, idleAfterS: number | nu
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-function exited(child: ChildProcess): Promise<void> {
+/** Resolves when the child has exited, or after `withinMs` at most. The timer is dropped once the
+ *  child is gone: a pending one kept the bench alive for up to 5 s after its last scenario. */
+function exited(child: ChildProcess, withinMs: number): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => child.once('exit', () => resolve()));
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, withinMs);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
 }
 
 /** The engine process under a `gpu-share run` supervisor (its only child), or the process itself. */
@@ -408,7 +416,7 @@ async function runScenario(mode: Mode, scenario: Scenario, iterations: number, d
   for (const timer of timers) clearTimeout(timer);
   // A supervisor forwards SIGTERM to its engine; an engine writes its last tokens and exits.
   for (const child of children) child?.kill('SIGTERM');
-  await Promise.all(children.map((child) => (child ? Promise.race([exited(child), sleep(5000)]) : Promise.resolve())));
+  await Promise.all(children.map((child) => (child ? exited(child, 5000) : Promise.resolve())));
   for (const child of children) if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   try {
     helper.unlink(gpuKey);
