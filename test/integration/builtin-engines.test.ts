@@ -24,17 +24,19 @@ const helper = loadRegistryHelper();
 const clock = systemClock(() => helper.wallUs());
 let dir = '';
 let tiny = '';
-let small = '';
+let paced = '';
 const keys: string[] = [];
 const children: ChildProcess[] = [];
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'gpushare-builtin-'));
   tiny = join(dir, 'tiny.gguf');
-  small = join(dir, 'small.gguf');
+  paced = join(dir, 'paced.gguf');
   writeGguf(tiny, TINY_GGUF_SPEC);
-  // Big enough that a token is real work (~1 ms), small enough to load in a moment.
-  writeGguf(small, { embedding: 512, layers: 6, contextLength: 1024, feedForward: 1024, heads: 8, vocab: 1024, type: 'q8_0', seed: 7 });
+  // A token of ~7 ms on one core, like a real model's: each window switch costs the engine that
+  // takes over ~1.5–3 ms (cold caches, the previous step finishing), the same in the short window as
+  // in the long one, so with 1.3 ms tokens the pair decoded 2.11–2.33 : 1 (pacer/NOTES.md).
+  writeGguf(paced, { embedding: 768, layers: 8, contextLength: 1024, feedForward: 2048, heads: 8, vocab: 1024, type: 'q8_0', seed: 7 });
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 afterEach(async () => {
@@ -95,7 +97,7 @@ describe('built-in engines', () => {
     keys.push(gpuKey);
     const ports: number[] = [];
     for (const weight of [2, 1]) {
-      const host = spawn('taskset', ['-c', '0', process.execPath, BUILTIN_HOST, '--model', small, '--ctx', '1024', '--gpu-layers', '0', '--threads', '1', '--port', '0', '--gpu-key', gpuKey, '--weight', String(weight), '--name', `w${weight}`], { stdio: ['pipe', 'pipe', 'inherit'] });
+      const host = spawn('taskset', ['-c', '0', process.execPath, BUILTIN_HOST, '--model', paced, '--ctx', '1024', '--gpu-layers', '0', '--threads', '1', '--port', '0', '--gpu-key', gpuKey, '--weight', String(weight), '--name', `w${weight}`], { stdio: ['pipe', 'pipe', 'inherit'] });
       children.push(host);
       const port = await new Promise<number>((resolve, reject) => {
         createInterface({ input: host.stdout }).on('line', (line) => {
@@ -113,6 +115,10 @@ describe('built-in engines', () => {
       const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
       return Number(/^llamacpp:tokens_predicted_total\s+(\S+)/m.exec(text)?.[1] ?? Number.NaN);
     };
+    // Each engine first decodes alone for a while: V8 compiles the host's hot paths over its first
+    // few hundred tokens, on a helper thread of the shared core, and the engine with the smaller
+    // share gets there later (over the first 1.5 s of a pair, this leaned the ratio by ~0.1).
+    for (const port of ports) for (let i = 0; i < 4; i++) await streamChat(port, 48);
     let running = true;
     const client = async (i: number): Promise<void> => {
       while (running) await streamChat(ports[i] ?? 0, 48);
@@ -120,15 +126,14 @@ describe('built-in engines', () => {
     const clients = [client(0), client(1)];
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     const before = await Promise.all(ports.map(predicted));
-    // 8 s: over 4 s, single runs of this pair spread 2.18–2.36 around a mean of ~2.25.
     await new Promise((resolve) => setTimeout(resolve, 8_000));
     const after = await Promise.all(ports.map(predicted));
     running = false;
     await Promise.all(clients);
     const counts = after.map((n, i) => n - (before[i] ?? 0));
     const [a, b] = counts;
-    expect(b).toBeGreaterThan(20);
+    expect(b).toBeGreaterThan(100);
     expect((a ?? 0) / (b ?? 1)).toBeGreaterThan(2 * 0.85);
     expect((a ?? 0) / (b ?? 1)).toBeLessThan(2 * 1.15);
-  });
+  }, 60_000);
 });
