@@ -33,9 +33,9 @@ beforeAll(() => {
   tiny = join(dir, 'tiny.gguf');
   paced = join(dir, 'paced.gguf');
   writeGguf(tiny, TINY_GGUF_SPEC);
-  // A token of ~7 ms on one core, like a real model's: each window switch costs the engine that
-  // takes over ~1.5–3 ms (cold caches, the previous step finishing), the same in the short window as
-  // in the long one, so with 1.3 ms tokens the pair decoded 2.11–2.33 : 1 (pacer/NOTES.md).
+  // A token of ~7 ms on one core here (a slower CPU only lengthens it), like a real model's: a
+  // window switch costs the engine taking over ~1.5–3 ms (cold caches, the previous step still
+  // finishing) in the short window as in the long one, so 1.3 ms tokens decoded 2.11–2.33 : 1.
   writeGguf(paced, { embedding: 768, layers: 8, contextLength: 1024, feedForward: 2048, heads: 8, vocab: 1024, type: 'q8_0', seed: 7 });
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -132,7 +132,7 @@ describe('built-in engines', () => {
     await Promise.all(clients);
     const counts = after.map((n, i) => n - (before[i] ?? 0));
     const [a, b] = counts;
-    expect(b).toBeGreaterThan(100);
+    expect(b).toBeGreaterThan(40);
     expect((a ?? 0) / (b ?? 1)).toBeGreaterThan(2 * 0.85);
     expect((a ?? 0) / (b ?? 1)).toBeLessThan(2 * 1.15);
   }, 60_000);
