@@ -17,23 +17,24 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { parseHostLine } from '../../electron/core/engines/host-protocol.js';
-import { writeGguf } from '../fixtures/gguf.js';
+import { PACED_GGUF_SPEC, writeGguf } from '../fixtures/gguf.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadRegistryHelper } from '../../native/helper.js';
 import { computeShares } from '../../electron/core/registry/shares.js';
 import { buildSchedule, stallBoundUs } from '../../electron/core/pacer/schedule.js';
-import { BUILTIN_HOST, BURN_ENGINE, CLI, ROOT, readBurnOutput, type BurnOutput as BurnOutputFile } from '../fixtures/procs.js';
+import { BUILTIN_HOST, BURN_ENGINE, CLI, ROOT, predictedTokens, readBurnOutput, type BurnOutput as BurnOutputFile } from '../fixtures/procs.js';
 
 type Mode = 'free' | 'coop' | 'gate' | 'static' | 'builtin-free' | 'builtin';
 const MODES: Mode[] = ['free', 'coop', 'gate', 'static', 'builtin-free', 'builtin'];
-const isBuiltin = (mode: Mode): boolean => mode === 'builtin' || mode === 'builtin-free';
+type BuiltinMode = 'builtin' | 'builtin-free';
+const isBuiltin = (mode: Mode): mode is BuiltinMode => mode === 'builtin' || mode === 'builtin-free';
 /** The built-in engine (node-llama-cpp) on a generated model whose tokens cost ~4.5–7 ms on one
- *  core here, close to the burn engine's 5 ms, like the integration test's. A window switch costs
+ *  core here, close to the burn engine's 5 ms: the integration tests' model. A window switch costs
  *  the same in a short window as in a long one: with ~2 ms tokens (E512/L8, a 4,096-token
  *  vocabulary) two engines at 2:1 decoded 2.23–2.45 : 1, with these 2.03–2.38 (pacer/NOTES.md). */
-const BUILTIN_MODEL = { embedding: 768, layers: 8, contextLength: 2048, feedForward: 2048, heads: 8, vocab: 1024, type: 'q8_0' as const, seed: 11 };
+const BUILTIN_MODEL = { ...PACED_GGUF_SPEC, contextLength: 2048, seed: 11 };
 const BUILTIN_MODEL_NAME = `E${BUILTIN_MODEL.embedding}/L${BUILTIN_MODEL.layers}/${BUILTIN_MODEL.type}`;
 const TOKEN_MS = 5;
 
@@ -264,7 +265,7 @@ function taskset(core: number, argv: string[]): string[] {
  */
 const BURN_NODE_FLAGS = ['--no-memory-reducer'];
 
-function launch(mode: Mode, scenario: Scenario, index: number, gpuKey: string, iterations: number, out: string, idleAfterS: number | null): ChildProcess {
+function launch(mode: Exclude<Mode, BuiltinMode>, scenario: Scenario, index: number, gpuKey: string, iterations: number, out: string, idleAfterS: number | null): ChildProcess {
   const spec = scenario.engines[index] ?? { weight: 1 };
   const burnArgs = [...BURN_NODE_FLAGS, BURN_ENGINE, '--iterations', String(iterations), '--out', out, '--name', `e${index}-w${spec.weight}`];
   if (idleAfterS !== null) burnArgs.push('--idle-after-s', idleAfterS.toFixed(3));
@@ -279,9 +280,6 @@ function launch(mode: Mode, scenario: Scenario, index: number, gpuKey: string, i
     case 'static':
       argv = taskset(0, [process.execPath, ...burnArgs, '--mode', 'static', '--static-weights', scenario.engines.map((e) => e.weight).join(','), '--static-index', String(index)]);
       break;
-    case 'builtin':
-    case 'builtin-free':
-      throw new Error('built-in engines are started by startBuiltinHosts');
     case 'gate':
       // The supervisor is not the device: it runs on core 1, its engine on core 0.
       argv = taskset(1, [process.execPath, CLI, 'run', '--gpu-key', gpuKey, '--weight', String(spec.weight), '--name', `e${index}`, '--', ...taskset(0, [process.execPath, ...burnArgs, '--mode', 'unaware'])]);
@@ -322,8 +320,8 @@ async function startBuiltinHosts(scenario: Scenario, gpuKeys: string[]): Promise
   try {
     const hosts = await Promise.all(processes.map((host, index) => readyHost(host, `e${index}`)));
     for (const host of hosts) {
-      const target = (await predictedTokens(host.port)) + BUILTIN_WARM_TOKENS;
-      while ((await predictedTokens(host.port)) < target) await streamChat(host.port, () => undefined);
+      const target = (await predictedTokensOf(host.port)) + BUILTIN_WARM_TOKENS;
+      while ((await predictedTokensOf(host.port)) < target) await streamChat(host.port, () => undefined);
     }
     await sleep(2_200);
     return hosts;
@@ -346,10 +344,9 @@ function readyHost(host: ChildProcess, name: string): Promise<BuiltinHost> {
   });
 }
 
-/** The engine's own count of generated tokens (its /metrics). */
-async function predictedTokens(port: number): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-  const n = Number(/^llamacpp:tokens_predicted_total\s+(\S+)/m.exec(text)?.[1]);
+/** The engine's own count of generated tokens; an engine without one is an error here. */
+async function predictedTokensOf(port: number): Promise<number> {
+  const n = await predictedTokens(port);
   if (!Number.isFinite(n)) throw new Error(`no llamacpp:tokens_predicted_total in the /metrics of 127.0.0.1:${port}`);
   return n;
 }
@@ -384,7 +381,7 @@ function streamFromHost({ process: host, port }: BuiltinHost, out: string, idleA
   const flusher = setInterval(flush, 100);
   let alive = host.exitCode === null && host.signalCode === null;
   const poller = setInterval(() => {
-    void predictedTokens(port)
+    void predictedTokensOf(port)
       .then((n) => {
         if (alive) appendFileSync(out, `${JSON.stringify({ counter: [helper.wallUs(), n] })}\n`);
       })
@@ -456,7 +453,7 @@ async function runScenario(mode: Mode, scenario: Scenario, iterations: number, d
     if (host !== undefined) {
       children[i] = host.process;
       timers.push(setTimeout(() => streamFromHost(host, outs[i] ?? '', idleAfterS), startS * 1000));
-    } else timers.push(setTimeout(() => (children[i] = launch(mode, scenario, i, gpuKey, iterations, outs[i] ?? '', idleAfterS)), startS * 1000));
+    } else if (!isBuiltin(mode)) timers.push(setTimeout(() => (children[i] = launch(mode, scenario, i, gpuKey, iterations, outs[i] ?? '', idleAfterS)), startS * 1000));
   });
   if (scenario.event === 'kill' && timeline.eventS !== null) {
     timers.push(

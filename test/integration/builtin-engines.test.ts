@@ -16,7 +16,7 @@ import { Supervisor, type SupervisorEvent } from '../../electron/core/engines/su
 import { simSupervisorDeps } from '../fixtures/supervisor-deps.js';
 import { loadRegistryHelper } from '../../native/helper.js';
 import { PACED_GGUF_SPEC, TINY_GGUF_SPEC, writeGguf } from '../fixtures/gguf.js';
-import { BUILTIN_HOST, CLI, exitOf, hasTaskset } from '../fixtures/procs.js';
+import { BUILTIN_HOST, CLI, exitOf, hasTaskset, predictedTokens } from '../fixtures/procs.js';
 import { removeSegment, testKey } from '../fixtures/segments.js';
 import { sseData } from '../fixtures/sse.js';
 
@@ -108,10 +108,6 @@ describe('built-in engines', () => {
     // Each client streams back-to-back short requests (a token's cost grows with its position in
     // the context: long requests would compare tokens of different cost); tokens are counted from
     // each engine's /metrics (stream chunks can merge tokens: a random model emits partial UTF-8).
-    const predicted = async (port: number): Promise<number> => {
-      const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-      return Number(/^llamacpp:tokens_predicted_total\s+(\S+)/m.exec(text)?.[1] ?? Number.NaN);
-    };
     // Each engine first decodes ~1,000 tokens alone: V8 compiles the host's hot paths over its
     // first thousand or so, on a helper thread of the shared core, and the engine with the smaller
     // share gets there later (pacer/NOTES.md).
@@ -122,9 +118,9 @@ describe('built-in engines', () => {
     };
     const clients = [client(0), client(1)];
     await new Promise((resolve) => setTimeout(resolve, 1_500));
-    const before = await Promise.all(ports.map(predicted));
+    const before = await Promise.all(ports.map(predictedTokens));
     await new Promise((resolve) => setTimeout(resolve, 8_000));
-    const after = await Promise.all(ports.map(predicted));
+    const after = await Promise.all(ports.map(predictedTokens));
     running = false;
     await Promise.all(clients);
     const counts = after.map((n, i) => n - (before[i] ?? 0));

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AppState } from '../../electron/core/contract.js';
 import { GiB, MiB } from '../../electron/core/planner/policy.js';
 import { PACED_GGUF_SPEC, TINY_GGUF_SPEC, writeGguf } from '../fixtures/gguf.js';
-import { hasTaskset } from '../fixtures/procs.js';
+import { hasTaskset, predictedTokens } from '../fixtures/procs.js';
 import { removeSegment } from '../fixtures/segments.js';
 import { call, startServe, state, streamChat, until, type Served } from '../fixtures/serve.js';
 
@@ -143,10 +143,7 @@ describe('on a roomy device', () => {
     const engines = (await state(served)).engines.filter((e) => e.state === 'running');
     const portOf = (profileId: string): number => engines.find((e) => e.profileId === profileId)?.port ?? 0;
     // Tokens as each engine counts them (a streamed piece may carry more than one token).
-    const predicted = async (profileId: string): Promise<number> => {
-      const text = await (await fetch(`http://127.0.0.1:${portOf(profileId)}/metrics`)).text();
-      return Number(/tokens_predicted_total (\d+)/.exec(text)?.[1] ?? Number.NaN);
-    };
+    const predicted = (profileId: string): Promise<number> => predictedTokens(portOf(profileId));
     // Back-to-back short requests: a token's cost grows with its position in the context, so long
     // requests would compare the fast engine's late (dearer) tokens with the slow one's early ones.
     // Each engine first decodes ~1,000 tokens alone: V8 compiles the host's hot paths over its
