@@ -30,10 +30,11 @@ type Mode = 'free' | 'coop' | 'gate' | 'static' | 'builtin-free' | 'builtin';
 const MODES: Mode[] = ['free', 'coop', 'gate', 'static', 'builtin-free', 'builtin'];
 type BuiltinMode = 'builtin' | 'builtin-free';
 const isBuiltin = (mode: Mode): mode is BuiltinMode => mode === 'builtin' || mode === 'builtin-free';
-/** The built-in engine (node-llama-cpp) on a generated model whose tokens cost ~4.5–7 ms on one
- *  core here, close to the burn engine's 5 ms: the integration tests' model. A window switch costs
- *  the same in a short window as in a long one: with ~2 ms tokens (E512/L8, a 4,096-token
- *  vocabulary) two engines at 2:1 decoded 2.23–2.45 : 1, with these 2.03–2.38 (pacer/NOTES.md). */
+/** The built-in engine (node-llama-cpp) on the integration tests' generated model: small enough
+ *  that an engine's working set stays in the core's caches while the other runs, so a window
+ *  switch costs little. Larger models lean towards the heavier weight on this CPU: with E768/L8 f16
+ *  (13 ms tokens) two engines at 2:1 decoded 1.96–2.42 : 1, with this one 2.02–2.09
+ *  (pacer/NOTES.md). */
 const BUILTIN_MODEL = { ...PACED_GGUF_SPEC, contextLength: 2048, seed: 11 };
 const BUILTIN_MODEL_NAME = `E${BUILTIN_MODEL.embedding}/L${BUILTIN_MODEL.layers}/${BUILTIN_MODEL.type}`;
 const TOKEN_MS = 5;
@@ -290,10 +291,10 @@ function launch(mode: Exclude<Mode, BuiltinMode>, scenario: Scenario, index: num
 }
 
 let builtinModel = '';
-/** Tokens per streamed request: short ones, like the integration test's. A token's cost grows with
- *  its place in the context; with 160-token requests one engine alone swung 153–194 tok/s from one
- *  second to the next. */
-const BUILTIN_MAX_TOKENS = 48;
+/** Tokens per streamed request, as in the integration tests: a token's cost grows with its place
+ *  in the context, and back-to-back requests of one length give both engines the same mix (with
+ *  48-token requests a request's own work weighed more: 2.15–2.17 : 1 against 2.02–2.09). */
+const BUILTIN_MAX_TOKENS = 200;
 
 /** A built-in engine, loaded and warmed up, waiting for its client. */
 interface BuiltinHost {
@@ -301,11 +302,11 @@ interface BuiltinHost {
   port: number;
 }
 
-/** Tokens each built-in engine decodes alone before a scenario starts: V8 compiles the host's hot
- *  paths over its first thousand or so tokens, on a helper thread of the shared core, and one
- *  engine's solo rate rose 432 → 527 tok/s over its first 2,300 (2 ms tokens). Measured right after
- *  they started, a pair ran at 76–82 % of solo. */
-const BUILTIN_WARM_TOKENS = 1000;
+/** Tokens each built-in engine decodes alone before a scenario starts (~1.5 s): V8 compiles the
+ *  host's hot paths over its first thousand or so tokens, on a helper thread of the shared core,
+ *  and with 2 ms tokens one engine's solo rate rose 432 → 527 tok/s over its first 2,300. Measured
+ *  right after they started, a pair of those ran at 76–82 % of solo. */
+const BUILTIN_WARM_TOKENS = 2000;
 
 /**
  * Starts the scenario's built-in engines (all at once, on core 0), waits until each is ready, lets

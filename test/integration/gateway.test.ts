@@ -144,15 +144,14 @@ describe('on a roomy device', () => {
     const portOf = (profileId: string): number => engines.find((e) => e.profileId === profileId)?.port ?? 0;
     // Tokens as each engine counts them (a streamed piece may carry more than one token).
     const predicted = (profileId: string): Promise<number> => predictedTokens(portOf(profileId));
-    // Back-to-back short requests: a token's cost grows with its position in the context, so long
-    // requests would compare the fast engine's late (dearer) tokens with the slow one's early ones.
-    // Each engine first decodes ~1,000 tokens alone: V8 compiles the host's hot paths over its
-    // first thousand or so, on a helper thread of the shared core, and the lighter engine gets there
-    // later. Warmed on 4 requests, six runs (one in CI) gave 2.19–2.32; on 20, six gave 2.04–2.15.
-    for (const capability of ['fast', 'slow']) for (let i = 0; i < 20; i++) await streamChat(served, capability, 48);
+    // Back-to-back requests of 200 tokens: a token's cost grows with its position in the context,
+    // so both engines decode the same mix. Each engine first decodes ~2,000 tokens alone, so that
+    // V8 has compiled the host's hot paths (on a helper thread of the shared core) before the count
+    // starts (pacer/NOTES.md).
+    for (const capability of ['fast', 'slow']) for (let i = 0; i < 10; i++) await streamChat(served, capability, 200);
     let running = true;
     const client = async (capability: string): Promise<void> => {
-      while (running) await streamChat(served, capability, 48);
+      while (running) await streamChat(served, capability, 200);
     };
     const clients = [client('fast'), client('slow')];
     await new Promise((r) => setTimeout(r, 1_500)); // both active, shares settled
@@ -164,7 +163,7 @@ describe('on a roomy device', () => {
     const counts = { fast: after.fast - before.fast, slow: after.slow - before.slow };
     const ratio = counts.fast / counts.slow;
     console.info(`gateway 2:1: ${counts.fast} / ${counts.slow} tokens in 8 s, ratio ${ratio.toFixed(3)}`);
-    expect(counts.slow, JSON.stringify(counts)).toBeGreaterThan(20);
+    expect(counts.slow, JSON.stringify(counts)).toBeGreaterThan(400);
     expect(ratio, JSON.stringify(counts)).toBeGreaterThan(2 * 0.85);
     expect(ratio, JSON.stringify(counts)).toBeLessThan(2 * 1.15);
     // Both paced themselves, and said by how much they ran past their windows.
