@@ -33,8 +33,8 @@ const isBuiltin = (mode: Mode): mode is BuiltinMode => mode === 'builtin' || mod
 /** The built-in engine (node-llama-cpp) on the integration tests' generated model: small enough
  *  that an engine's working set stays in the core's caches while the other runs, so a window
  *  switch costs little. Larger models lean towards the heavier weight on this CPU: with E768/L8 f16
- *  (13 ms tokens) two engines at 2:1 decoded 1.96–2.42 : 1, with this one 2.02–2.09
- *  (pacer/NOTES.md). */
+ *  (13 ms tokens) two engines at 2:1 decoded 1.96–2.42 : 1 over 8 s, with this one 2.02–2.09, and
+ *  2.15 in this bench's 3.6 s started from idle engines (pacer/NOTES.md). */
 const BUILTIN_MODEL = { ...PACED_GGUF_SPEC, contextLength: 2048, seed: 11 };
 const BUILTIN_MODEL_NAME = `E${BUILTIN_MODEL.embedding}/L${BUILTIN_MODEL.layers}/${BUILTIN_MODEL.type}`;
 const TOKEN_MS = 5;
@@ -60,6 +60,8 @@ interface Scenario {
 }
 
 const OTHERS_START_S = 2.5;
+/** Seconds between the end of the measured interval and the others' stop (see timelineOf). */
+const OTHERS_STOP_AFTER_S = 0.25;
 /** Seconds of whole periods measured per scenario (--measure-s). */
 let MEASURE_S = 3.6;
 const SCENARIOS: Scenario[] = [
@@ -113,19 +115,22 @@ function timelineOf(scenario: Scenario, startupS = 0, stopLingerS = 0): Timeline
   const measureEndS = measureFromS + ((periods + 1) * periodUs) / 1e6;
   const eventS = scenario.event ? measureEndS : null;
   const bracket = !alone && eventS === null;
+  // The others stop a little after the measured interval, so that a built-in engine's token
+  // counter (sampled every 100 ms) has a sample past its end.
+  const othersStopS = measureEndS + OTHERS_STOP_AFTER_S;
   // After an idle/kill event engine 0 is alone again once it has recovered (≤ 3 s): that stretch is
   // its second solo measurement.
   const afterEvent: [number, number] | null = eventS !== null ? [eventS + 3, eventS + 3.9] : null;
   return {
     starts,
     baseline: [0.4 + startupS, (alone ? OTHERS_START_S + startupS : Math.min(...starts.slice(1))) - 0.05],
-    after: bracket ? [measureEndS + 0.3 + stopLingerS, measureEndS + 1.6 + stopLingerS] : afterEvent,
-    othersStopS: bracket ? measureEndS : null,
+    after: bracket ? [othersStopS + 0.3 + stopLingerS, othersStopS + 1.6 + stopLingerS] : afterEvent,
+    othersStopS: bracket ? othersStopS : null,
     measureFromS,
     periods,
     periodUs,
     eventS,
-    lengthS: eventS !== null ? eventS + 4 : bracket ? measureEndS + 1.7 + stopLingerS : measureEndS + 0.3,
+    lengthS: eventS !== null ? eventS + 4 : bracket ? othersStopS + 1.7 + stopLingerS : measureEndS + 0.3,
   };
 }
 
@@ -233,12 +238,18 @@ function cpuInLongestGapMs(output: BurnOutputFile, fromUs: number, toUs: number)
   return at < 0 ? null : ((output.cpu[at] ?? 0) - (output.cpu[at - 1] ?? 0)) / 1000;
 }
 
-/** tok/s of one engine: from its own counter when it has one, else from the recorded tokens. */
+/** tok/s of one engine: from its own counter when it has one (a built-in engine, whose streamed
+ *  pieces can merge tokens), else from the recorded tokens. A counter that does not span the
+ *  interval is an error: its pieces would count fewer tokens than the other engine's counter. */
 function rateOf(output: BurnOutputFile, fromUs: number, toUs: number): number {
+  if (output.counters.length === 0) return rate(output.tokens, fromUs, toUs);
   const from = counterAt(output.counters, fromUs);
   const to = counterAt(output.counters, toUs);
-  if (from !== null && to !== null) return (to - from) / ((toUs - fromUs) / 1e6);
-  return rate(output.tokens, fromUs, toUs);
+  if (from === null || to === null) {
+    const [first, last] = [output.counters[0]?.[0] ?? 0, output.counters.at(-1)?.[0] ?? 0];
+    throw new Error(`engine pid ${output.pid}: its token counter spans ${first}–${last} µs, not the interval ${Math.round(fromUs)}–${Math.round(toUs)} µs`);
+  }
+  return (to - from) / ((toUs - fromUs) / 1e6);
 }
 
 /** The start of the first 200 ms window after `fromUs` in which the engine decoded at ≥ 95 % of
