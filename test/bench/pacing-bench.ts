@@ -17,7 +17,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { parseHostLine } from '../../electron/core/engines/host-protocol.js';
-import { PACED_GGUF_SPEC, writeGguf } from '../fixtures/gguf.js';
+import { PACED_GGUF_SPEC, PACED_REQUEST_TOKENS, PACED_WARM_TOKENS, writeGguf } from '../fixtures/gguf.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -246,8 +246,7 @@ function rateOf(output: BurnOutputFile, fromUs: number, toUs: number): number {
   const from = counterAt(output.counters, fromUs);
   const to = counterAt(output.counters, toUs);
   if (from === null || to === null) {
-    const [first, last] = [output.counters[0]?.[0] ?? 0, output.counters.at(-1)?.[0] ?? 0];
-    throw new Error(`engine pid ${output.pid}: its token counter spans ${first}–${last} µs, not the interval ${Math.round(fromUs)}–${Math.round(toUs)} µs`);
+    throw new Error(`engine pid ${output.pid}: its token counter spans ${output.counters[0]?.[0]}–${output.counters.at(-1)?.[0]} µs, not the interval ${Math.round(fromUs)}–${Math.round(toUs)} µs`);
   }
   return (to - from) / ((toUs - fromUs) / 1e6);
 }
@@ -302,10 +301,6 @@ function launch(mode: Exclude<Mode, BuiltinMode>, scenario: Scenario, index: num
 }
 
 let builtinModel = '';
-/** Tokens per streamed request, as in the integration tests: a token's cost grows with its place
- *  in the context, and back-to-back requests of one length give both engines the same mix (with
- *  48-token requests a request's own work weighed more: 2.15–2.17 : 1 against 2.02–2.09). */
-const BUILTIN_MAX_TOKENS = 200;
 
 /** A built-in engine, loaded and warmed up, waiting for its client. */
 interface BuiltinHost {
@@ -313,15 +308,9 @@ interface BuiltinHost {
   port: number;
 }
 
-/** Tokens each built-in engine decodes alone before a scenario starts (~1.5 s): V8 compiles the
- *  host's hot paths over its first thousand or so tokens, on a helper thread of the shared core,
- *  and with 2 ms tokens one engine's solo rate rose 432 → 527 tok/s over its first 2,300. Measured
- *  right after they started, a pair of those ran at 76–82 % of solo. */
-const BUILTIN_WARM_TOKENS = 2000;
-
 /**
  * Starts the scenario's built-in engines (all at once, on core 0), waits until each is ready, lets
- * each decode BUILTIN_WARM_TOKENS alone, then waits until none is active any more (the registry's
+ * each decode PACED_WARM_TOKENS alone, then waits until none is active any more (the registry's
  * 2 s), so that the scenario starts from warm, idle engines, as an engine a user has been using is.
  */
 async function startBuiltinHosts(scenario: Scenario, gpuKeys: string[]): Promise<BuiltinHost[]> {
@@ -332,7 +321,7 @@ async function startBuiltinHosts(scenario: Scenario, gpuKeys: string[]): Promise
   try {
     const hosts = await Promise.all(processes.map((host, index) => readyHost(host, `e${index}`)));
     for (const host of hosts) {
-      const target = (await predictedTokensOf(host.port)) + BUILTIN_WARM_TOKENS;
+      const target = (await predictedTokensOf(host.port)) + PACED_WARM_TOKENS;
       while ((await predictedTokensOf(host.port)) < target) await streamChat(host.port, () => undefined);
     }
     await sleep(2_200);
@@ -363,9 +352,9 @@ async function predictedTokensOf(port: number): Promise<number> {
   return n;
 }
 
-/** One streamed chat completion of BUILTIN_MAX_TOKENS; `onPiece` for each streamed piece. */
+/** One streamed chat completion of PACED_REQUEST_TOKENS; `onPiece` for each streamed piece. */
 async function streamChat(port: number, onPiece: () => void): Promise<void> {
-  const response = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages: [{ role: 'user', content: 'Go on.' }], stream: true, max_tokens: BUILTIN_MAX_TOKENS, temperature: 1 }) });
+  const response = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages: [{ role: 'user', content: 'Go on.' }], stream: true, max_tokens: PACED_REQUEST_TOKENS, temperature: 1 }) });
   for await (const part of response.body ?? []) {
     // One piece per token, but for partial UTF-8 that the server holds back and merges.
     const text = Buffer.from(part as Uint8Array).toString('utf8');
@@ -729,7 +718,7 @@ async function main(): Promise<void> {
   } else {
     console.log('');
     console.log(table(results));
-    console.log(`\nratio = first engine's tok/s over the second's; solo = engine 0 alone at the start of the same run; bound = (1 − share)·period;\nTDM targets (coop, gate, builtin): ratio ±3 %, aggregate ≥ 97 % of solo, max ITL ≤ bound + 2 tokens, idle release ≤ 2.5 s, kill -9 ≤ 3.6 s\nbuiltin: node-llama-cpp on a generated ${BUILTIN_MODEL_NAME} model, warmed up alone, then two clients streaming ${BUILTIN_MAX_TOKENS}-token chat completions back to back`);
+    console.log(`\nratio = first engine's tok/s over the second's; solo = engine 0 alone at the start of the same run; bound = (1 − share)·period;\nTDM targets (coop, gate, builtin): ratio ±3 %, aggregate ≥ 97 % of solo, max ITL ≤ bound + 2 tokens, idle release ≤ 2.5 s, kill -9 ≤ 3.6 s\nbuiltin: node-llama-cpp on a generated ${BUILTIN_MODEL_NAME} model, warmed up alone, then two clients streaming ${PACED_REQUEST_TOKENS}-token chat completions back to back`);
     if (repeat > 1) console.log(`every figure is the median of ${repeat} runs (each run's in the JSON, under "runs")`);
     console.log(`${seconds} s; wrote bench-results/${values.quick ? 'pacing-quick.json' : 'pacing.json'}`);
   }

@@ -15,7 +15,7 @@ import { parseHostLine } from '../../electron/core/engines/host-protocol.js';
 import { Supervisor, type SupervisorEvent } from '../../electron/core/engines/supervisor.js';
 import { simSupervisorDeps } from '../fixtures/supervisor-deps.js';
 import { loadRegistryHelper } from '../../native/helper.js';
-import { PACED_GGUF_SPEC, TINY_GGUF_SPEC, writeGguf } from '../fixtures/gguf.js';
+import { PACED_GGUF_SPEC, PACED_REQUEST_TOKENS, PACED_WARM_TOKENS, TINY_GGUF_SPEC, writeGguf } from '../fixtures/gguf.js';
 import { BUILTIN_HOST, CLI, exitOf, hasTaskset, predictedTokens } from '../fixtures/procs.js';
 import { removeSegment, testKey } from '../fixtures/segments.js';
 import { sseData } from '../fixtures/sse.js';
@@ -105,16 +105,13 @@ describe('built-in engines', () => {
       });
       ports.push(port);
     }
-    // Each client streams back-to-back requests of 200 tokens (a token's cost grows with its
-    // position in the context, so both engines decode the same mix; short requests would weigh
-    // each request's own work more); tokens are counted from each engine's /metrics (stream chunks
-    // can merge tokens: a random model emits partial UTF-8). Each engine first decodes ~2,000
-    // tokens alone, so that V8 has compiled the host's hot paths (on a helper thread of the shared
-    // core) before the count starts (pacer/NOTES.md).
-    for (const port of ports) for (let i = 0; i < 10; i++) await streamChat(port, 200);
+    // Each engine first decodes PACED_WARM_TOKENS alone, then each client streams back-to-back
+    // requests of PACED_REQUEST_TOKENS; tokens are counted from each engine's /metrics (stream
+    // chunks can merge tokens: a random model emits partial UTF-8).
+    for (const port of ports) for (let i = 0; i < PACED_WARM_TOKENS / PACED_REQUEST_TOKENS; i++) await streamChat(port, PACED_REQUEST_TOKENS);
     let running = true;
     const client = async (i: number): Promise<void> => {
-      while (running) await streamChat(ports[i] ?? 0, 200);
+      while (running) await streamChat(ports[i] ?? 0, PACED_REQUEST_TOKENS);
     };
     const clients = [client(0), client(1)];
     await new Promise((resolve) => setTimeout(resolve, 1_500));

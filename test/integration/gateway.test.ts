@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AppState } from '../../electron/core/contract.js';
 import { GiB, MiB } from '../../electron/core/planner/policy.js';
-import { PACED_GGUF_SPEC, TINY_GGUF_SPEC, writeGguf } from '../fixtures/gguf.js';
+import { PACED_GGUF_SPEC, PACED_REQUEST_TOKENS, PACED_WARM_TOKENS, TINY_GGUF_SPEC, writeGguf } from '../fixtures/gguf.js';
 import { hasTaskset, predictedTokens } from '../fixtures/procs.js';
 import { removeSegment } from '../fixtures/segments.js';
 import { call, startServe, state, streamChat, until, type Served } from '../fixtures/serve.js';
@@ -144,14 +144,12 @@ describe('on a roomy device', () => {
     const portOf = (profileId: string): number => engines.find((e) => e.profileId === profileId)?.port ?? 0;
     // Tokens as each engine counts them (a streamed piece may carry more than one token).
     const predicted = (profileId: string): Promise<number> => predictedTokens(portOf(profileId));
-    // Back-to-back requests of 200 tokens: a token's cost grows with its position in the context,
-    // so both engines decode the same mix. Each engine first decodes ~2,000 tokens alone, so that
-    // V8 has compiled the host's hot paths (on a helper thread of the shared core) before the count
-    // starts (pacer/NOTES.md).
-    for (const capability of ['fast', 'slow']) for (let i = 0; i < 10; i++) await streamChat(served, capability, 200);
+    // Each engine first decodes PACED_WARM_TOKENS alone, then back-to-back requests of
+    // PACED_REQUEST_TOKENS (the fixture says why).
+    for (const capability of ['fast', 'slow']) for (let i = 0; i < PACED_WARM_TOKENS / PACED_REQUEST_TOKENS; i++) await streamChat(served, capability, PACED_REQUEST_TOKENS);
     let running = true;
     const client = async (capability: string): Promise<void> => {
-      while (running) await streamChat(served, capability, 200);
+      while (running) await streamChat(served, capability, PACED_REQUEST_TOKENS);
     };
     const clients = [client('fast'), client('slow')];
     await new Promise((r) => setTimeout(r, 1_500)); // both active, shares settled
