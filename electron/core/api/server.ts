@@ -23,6 +23,7 @@ import {
   HTTP_EVENTS_PATH,
   HTTP_ROUTES,
   type ApiMethod,
+  parseEstimateOptions,
   parseLaunchRequest,
   parsePolicyPatch,
   requireEngineId,
@@ -167,7 +168,10 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
         await core.deleteProfile(requireProfileId(id));
         ctx.res.writeHead(204).end();
       },
-      estimateModel: async (ctx) => json(ctx, await core.estimateModel(requireString(requireRecord(await body(ctx), 'body')['modelPath'], 'modelPath'))),
+      estimateModel: async (ctx) => {
+        const { modelPath, ...options } = requireRecord(await body(ctx), 'body');
+        json(ctx, await core.estimateModel(requireString(modelPath, 'modelPath'), parseEstimateOptions(options)));
+      },
       setPolicy: async (ctx) => json(ctx, await core.setPolicy(parsePolicyPatch(await body(ctx)))),
     };
     return API_METHODS.map((method) => {

@@ -18,6 +18,7 @@ import { requirementBytes, type PlannerPolicy, type Priority } from '../planner/
 import type { LeaseBook } from '../planner/leases.js';
 import type { EnvelopeStore } from '../planner/envelopes.js';
 import type { ManagedResident, PlacementPlan, PlanRequest } from '../planner/types.js';
+import type { ModelProblem } from '../planner/model-file.js';
 import type { DeviceSnapshot } from '../planner/snapshot.js';
 import { formatControl } from './control-protocol.js';
 import { parseHostLine } from './host-protocol.js';
@@ -50,6 +51,8 @@ export interface LaunchSpec {
   peakSource: 'MEASURED' | 'ESTIMATED';
   /** Stop it after this many idle minutes unless pinned; null = never. */
   idleUnloadMinutes?: number | null;
+  /** The model file cannot be loaded: the plan is REJECT_HEALTH and nothing starts. */
+  modelProblem?: ModelProblem;
   /** Start it again after a crash, up to `maxRestarts` times, waiting backoff, 2·backoff, … */
   restart?: { maxRestarts: number; backoffMs: number } | null;
 }
@@ -200,12 +203,29 @@ export function commandFor(spec: LaunchSpec, deps: Pick<SupervisorDeps, 'launche
   }
 }
 
-/** The port whose /health tells a llama-server's readiness; null for kinds without one. */
+/** The `--port N` (or `--port=N`) among an engine's arguments; null when absent or not a port. */
+export function declaredPortOf(args: readonly string[]): number | null {
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] ?? '';
+    const raw = arg === '--port' ? args[i + 1] : arg.startsWith('--port=') ? arg.slice('--port='.length) : undefined;
+    if (raw === undefined) continue;
+    const port = Number(raw);
+    return /^\d+$/.test(raw) && port > 0 && port < 65536 ? port : null;
+  }
+  return null;
+}
+
+/** The port whose /health tells a llama.cpp server's readiness (llama-server, llamafile and
+ *  opencoti-llamafile: their `--port`, else 8080); null for kinds without one. */
 export function healthPortOf(spec: Pick<LaunchSpec, 'kind' | 'args'>): number | null {
-  if (spec.kind !== 'llama-server') return null;
-  const at = spec.args.indexOf('--port');
-  const port = at >= 0 ? Number(spec.args[at + 1]) : LLAMA_SERVER_DEFAULT_PORT;
-  return Number.isInteger(port) && port > 0 && port < 65536 ? port : LLAMA_SERVER_DEFAULT_PORT;
+  if (spec.kind !== 'llama-server' && spec.kind !== 'llamafile' && spec.kind !== 'opencoti-llamafile') return null;
+  return declaredPortOf(spec.args) ?? LLAMA_SERVER_DEFAULT_PORT;
+}
+
+/** Does an engine of this spec answer HTTP on a port we know once it runs? Every kind but a
+ *  command that declares no `--port` (the built-in engine reports its own port when ready). */
+export function servesHttp(spec: Pick<LaunchSpec, 'kind' | 'args'>): boolean {
+  return spec.kind !== 'command' || declaredPortOf(spec.args) !== null;
 }
 
 /** Poll http://127.0.0.1:PORT/health every 250 ms until it answers 200 (true), or `still()` turns
@@ -269,6 +289,7 @@ export class Supervisor {
       priority: spec.priority,
       peakBytes: spec.peakBytes,
       peakSource: spec.peakSource,
+      ...(spec.modelProblem === undefined ? {} : { modelProblem: spec.modelProblem }),
     };
     return planPlacement(request, { ...base, residents: this.residents(), leases: this.deps.leases.active(base.nowUs) }, this.deps.policy);
   }
@@ -344,7 +365,9 @@ export class Supervisor {
       } else if (spec.kind !== 'builtin' && stream === 'stderr' && line.startsWith('gpu-share: joined ')) {
         const healthPort = healthPortOf(spec);
         if (healthPort === null) {
-          // A paced command is "ready" once it is started and holds its slot.
+          // A paced command is "ready" once it is started and holds its slot; its HTTP port, if
+          // it declares one, is where the gateway sends requests.
+          engine.status.port = declaredPortOf(spec.args);
           this.becomeRunning(engine);
           markReady();
         } else {
@@ -370,8 +393,13 @@ export class Supervisor {
       if (engine.status.state === 'crashed') this.maybeRestart(engine);
     });
     if (spec.kind === 'opencoti-llamafile') {
-      this.becomeRunning(engine);
-      markReady();
+      // It paces itself (no `gpu-share run`, no "joined" line): ready when its /health says so.
+      const healthPort = healthPortOf(spec) ?? LLAMA_SERVER_DEFAULT_PORT;
+      engine.status.port = healthPort;
+      void waitForHealth(healthPort, () => engine.status.state === 'loading').then((healthy) => {
+        if (healthy) this.becomeRunning(engine);
+        markReady();
+      });
     }
     await ready;
     return { plan: placement, engine: this.get(id) ?? null };

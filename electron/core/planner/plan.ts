@@ -147,6 +147,7 @@ function decide(request: PlanRequest, snapshot: PlannerSnapshot, acc: Accounting
     return { verdict: 'REJECT_POLICY', reasons: [{ code: 'CAPABILITY_NOT_ALLOWED', capability: request.capability }], evictions: none };
   }
   if (device !== null && device.health === 'FAILED') return { verdict: 'REJECT_HEALTH', reasons: [{ code: 'DEVICE_FAILED', health: device.health }], evictions: none };
+  if (request.modelProblem !== undefined) return { verdict: 'REJECT_HEALTH', reasons: [{ ...request.modelProblem }], evictions: none };
   if (acc.attribution === 'UNKNOWN') {
     const reason: Reason = device === null ? { code: 'TELEMETRY_MISSING', requestedBytes: requested } : { code: 'TELEMETRY_STALE', requestedBytes: requested, sampleAgeUs: acc.sampleAgeUs ?? 0 };
     return { verdict: 'QUEUE', reasons: [reason], evictions: none };
@@ -201,6 +202,8 @@ function fingerprintPlan(request: PlanRequest, snapshot: PlannerSnapshot, policy
   const f = fingerprint();
   const r = request;
   f.str(policy.revision).str(r.capability).str(r.modelKey).num(r.contextSize).num(r.gpuLayers).str(r.engineKind).str(r.priority).num(r.peakBytes).str(r.peakSource);
+  // Only when present, so that the fingerprints of plans for usable models stay as they were.
+  if (r.modelProblem !== undefined) f.str(r.modelProblem.code).num(r.modelProblem.fileBytes).num(r.modelProblem.neededBytes);
   f.num(snapshot.nowUs).str(snapshot.pressure);
   const c = snapshot.controls;
   f.bool(c.draining).bool(c.labPaused);
@@ -231,6 +234,7 @@ function fingerprintPlan(request: PlanRequest, snapshot: PlannerSnapshot, policy
   for (const x of decision.reasons) {
     f.str(x.code).num(x.requestedBytes).num(x.schedulableBytes).num(x.freeableBytes).num(x.pendingBytes).num(x.capacityBytes).num(x.unmanagedExternalBytes).num(x.sampleAgeUs);
     f.str(x.pressure).str(x.capability).str(x.health);
+    if (x.fileBytes !== undefined || x.neededBytes !== undefined) f.num(x.fileBytes).num(x.neededBytes);
   }
   f.list(decision.evictions.length);
   for (const e of decision.evictions) f.str(e.id).num(e.pid).str(e.priority).num(e.freedBytes).num(e.idleForUs);

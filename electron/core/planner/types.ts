@@ -3,6 +3,7 @@
  * records (data), and rejections are structured reasons with byte figures, not sentences.
  */
 import type { DeviceHealth } from '../telemetry/types.js';
+import type { ModelProblem, ModelProblemCode } from './model-problem.js';
 import type { PressureLevel, Priority } from './policy.js';
 
 /**
@@ -21,7 +22,8 @@ export type Verdict =
   /** It cannot fit on this device (or the device is under critical external pressure): tell the
    *  user what it needs and what is in the way; do not retry without a change. */
   | 'REJECT_CAPACITY'
-  /** The device has failed: do not place anything on it. */
+  /** The device has failed, or the model file cannot be loaded (missing, not GGUF, truncated):
+   *  do not place it; fix the device or the file. */
   | 'REJECT_HEALTH'
   /** An operator control forbids it (draining, lab paused, capability not allowed). */
   | 'REJECT_POLICY';
@@ -48,6 +50,8 @@ export type ReasonCode =
   | 'INSUFFICIENT_CAPACITY'
   | 'EXCEEDS_DEVICE'
   | 'DEVICE_FAILED'
+  /** The model file cannot be loaded (REJECT_HEALTH): fix or replace the file. */
+  | ModelProblemCode
   | 'DRAINING'
   | 'LAB_PAUSED'
   | 'CAPABILITY_NOT_ALLOWED';
@@ -65,6 +69,8 @@ export interface Reason {
   pressure?: PressureLevel;
   capability?: string;
   health?: DeviceHealth;
+  fileBytes?: number;
+  neededBytes?: number;
 }
 
 export interface PlanRequest {
@@ -79,6 +85,8 @@ export interface PlanRequest {
   /** The envelope's peak: measured on an earlier load, or estimated from the GGUF. */
   peakBytes: number;
   peakSource: 'MEASURED' | 'ESTIMATED';
+  /** Set when the model file cannot be loaded at all: the plan is REJECT_HEALTH with its code. */
+  modelProblem?: ModelProblem;
 }
 
 export interface DeviceState {
