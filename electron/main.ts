@@ -15,6 +15,7 @@ import type { Verdict } from './core/contract.js';
 import { defaultDataDir, rendererDir } from './core/paths.js';
 import { setupIpc } from './shell/ipc.js';
 import { openAppSettings } from './shell/settings-store.js';
+import { tidyDataDir } from './core/data-files.js';
 import { createShellExtras } from './shell/shell-extras.js';
 import { setupTray } from './shell/tray.js';
 import { createAppSpawn } from './shell/utility-spawn.js';
@@ -102,7 +103,8 @@ async function start(): Promise<void> {
   const onVisibility = setupDock();
   const dataDir = defaultDataDir();
   mkdirSync(dataDir, { recursive: true });
-  const settings = openAppSettings(dataDir);
+  tidyDataDir(dataDir);
+  const settings = openAppSettings(dataDir, (line) => process.stderr.write(`${line}\n`));
   const core = await startCore({
     dataDir,
     settings,

@@ -49,6 +49,8 @@ export interface Core extends GpuShareApi {
   /** A launch on a request's behalf (the gateway): unlike `launch`, it does not retry a failed
    *  profile; a load that fails marks the profile failed all the same. */
   launchOnDemand(profileId: string): Promise<LaunchOutcome>;
+  /** The secret an engine's own port asks for (the gateway sends it); null for an unknown id. */
+  engineSecret(engineId: string): string | null;
   readonly settings: SettingsStore;
   readonly dataDir: string;
   /** The registry issue's `/gpu/peers` object for a device (the first device by default). */

@@ -352,6 +352,14 @@ class GpuShareCore implements Core {
     return this.profiles.list();
   }
 
+  engineSecret(engineId: string): string | null {
+    try {
+      return this.supervisor.secretOf(engineId);
+    } catch {
+      return null;
+    }
+  }
+
   profileFailure(profileId: string): ProfileFailure | null {
     const failure = this.failures.get(profileId);
     return failure === undefined ? null : { ...failure };
@@ -370,6 +378,7 @@ class GpuShareCore implements Core {
       devices,
       engines: this.supervisor.list().map((e) => this.engineView(e, enginePeers)),
       profiles: this.profiles.list(),
+      dataProblems: [this.settings.loadProblem?.message, this.profiles.loadProblem === null ? undefined : `${this.profiles.loadProblem.message}; the file was kept as ${this.profiles.loadProblem.backup}`].filter((m): m is string => m !== undefined),
       profileFailures: [...this.failures.values()].filter((f) => this.profiles.get(f.profileId) !== undefined).map((f) => ({ ...f })),
       policy: this.policyView(settings),
       plans: this.history.list().slice(-50).reverse(),

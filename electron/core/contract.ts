@@ -124,6 +124,8 @@ export interface AppState {
   profiles: Profile[];
   /** Profiles whose last load failed, with why. */
   profileFailures: ProfileFailure[];
+  /** Data files found unusable at start and set aside (settings, profiles): what and where kept. */
+  dataProblems: string[];
   policy: PolicyView;
   /** Newest first. */
   plans: PlacementPlan[];

@@ -4,15 +4,12 @@
  */
 import Store from 'electron-store';
 import { DEFAULT_API_PORT } from '../core/contract.js';
-import { SettingsFileError, settingsConfOptions, settingsFrom, type Settings, type SettingsStore } from '../core/settings.js';
+import { join } from 'node:path';
+import { openWithRecovery, settingsConfOptions, settingsFrom, type Settings, type SettingsStore } from '../core/settings.js';
 
-export function openAppSettings(dataDir: string): SettingsStore {
+export function openAppSettings(dataDir: string, onProblem?: (message: string) => void): SettingsStore {
   // electron-store names the file `name` (it sets conf's configName from it itself).
   const { configName, ...shared } = settingsConfOptions(DEFAULT_API_PORT);
-  try {
-    const store = new Store<Settings>({ ...shared, name: configName, cwd: dataDir, fileExtension: 'json', watch: false });
-    return settingsFrom(store);
-  } catch (error) {
-    throw new SettingsFileError(`settings file ${dataDir}/${configName}.json: ${error instanceof Error ? error.message : String(error)} (fix or remove it; it was left as it is)`);
-  }
+  const { conf, loadProblem } = openWithRecovery(() => new Store<Settings>({ ...shared, name: configName, cwd: dataDir, fileExtension: 'json', watch: false }), join(dataDir, `${configName}.json`));
+  return { ...settingsFrom(conf, onProblem), loadProblem };
 }

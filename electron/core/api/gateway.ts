@@ -303,6 +303,14 @@ export class Gateway {
     });
   }
 
+  /** What the engine's port asks of a request: JSON, and its secret. */
+  private upstreamHeaders(engine: EngineView, payload: string, accept: string | undefined): Record<string, string | number> {
+    const headers: Record<string, string | number> = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), accept: accept ?? '*/*' };
+    const secret = this.core.engineSecret(engine.id);
+    if (secret !== null) headers['authorization'] = `Bearer ${secret}`;
+    return headers;
+  }
+
   /**
    * Pass the request to the engine and its answer back, chunk by chunk as it comes. 'not-reached':
    * the engine could not be reached and nothing was sent (the caller may try another); 'cut': the
@@ -322,7 +330,7 @@ export class Gateway {
         resolve('cut');
       };
       const upstream = httpRequest(
-        { host: '127.0.0.1', port: engine.port ?? 0, path, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), accept: req.headers.accept ?? '*/*' } },
+        { host: '127.0.0.1', port: engine.port ?? 0, path, method: 'POST', headers: this.upstreamHeaders(engine, payload, req.headers.accept) },
         (answer) => {
           const headers: Record<string, string> = { 'x-gpushare-queue-position': String(position), 'x-gpushare-engine': engine.id, 'cache-control': 'no-store' };
           const type = answer.headers['content-type'];

@@ -13,10 +13,11 @@
  * `profiles.json.bad-<timestamp>` beside it, starts from an empty list and reports the problem in
  * `loadProblem`.
  */
-import { constants as fsConstants, copyFileSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import Conf from 'conf';
 import { WEIGHT_MAX, WEIGHT_MIN } from '../contract.js';
+import { backupCopy } from '../data-files.js';
 import { PRIORITIES, type Priority } from '../planner/policy.js';
 
 export type { Priority } from '../planner/policy.js';
@@ -492,20 +493,6 @@ function describeLoadError(error: Error, file: string): string {
   if (error instanceof ProfileError) return error.message;
   if (error.name === 'SyntaxError') return `profiles file ${file}: is not valid JSON (${error.message})`;
   return `profiles file ${file}: ${error.message}`;
-}
-
-/** `profiles.json.bad-2027-01-15T08-00-00-000Z`, or with `-2`, `-3`... if that exists already. */
-function backupCopy(file: string, nowMs: number): string {
-  const stamp = new Date(nowMs).toISOString().replace(/[:.]/g, '-');
-  for (let n = 1; ; n++) {
-    const backup = `${file}.bad-${stamp}${n === 1 ? '' : `-${n}`}`;
-    try {
-      copyFileSync(file, backup, fsConstants.COPYFILE_EXCL);
-      return backup;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    }
-  }
 }
 
 /**

@@ -24,6 +24,7 @@ import { formatControl } from './control-protocol.js';
 import { parseHostLine } from './host-protocol.js';
 import { parsePacerLine } from '../pacer/overshoot.js';
 import type { EngineKind } from './profiles.js';
+import { ENGINE_SECRET_ENV, newEngineSecret } from './engine-secret.js';
 
 export type { EngineKind };
 
@@ -147,6 +148,8 @@ const LOG_RING = 200;
 
 interface Engine {
   status: EngineStatus;
+  /** What its port asks of a request (see commandFor). */
+  secret: string;
   process: SpawnedProcess;
   spec: LaunchSpec;
   leaseId: string | null;
@@ -161,10 +164,13 @@ export class SupervisorError extends Error {
   override readonly name = 'SupervisorError';
 }
 
-/** The command line for a spec. Pure. */
-export function commandFor(spec: LaunchSpec, deps: Pick<SupervisorDeps, 'launchers' | 'gpuKey'>): SpawnRequest {
+/** The command line for a spec. Pure. `secret`: the engine's own, which its port will require
+ *  (the built-in engine gets it in its environment, llama-server and llamafile as `--api-key`;
+ *  a command engine's port is its own business and stays unprotected). */
+export function commandFor(spec: LaunchSpec, deps: Pick<SupervisorDeps, 'launchers' | 'gpuKey'>, secret: string | null = null): SpawnRequest {
   const { nodePath, cliPath, builtinHostPath } = deps.launchers;
   const env = { ...spec.env };
+  const apiKey = secret === null ? [] : ['--api-key', secret];
   const paced = (command: string, args: readonly string[], activityUrl?: string): string[] => [
     cliPath,
     'run',
@@ -186,15 +192,15 @@ export function commandFor(spec: LaunchSpec, deps: Pick<SupervisorDeps, 'launche
       if (spec.modelPath === null) throw new SupervisorError(`${spec.profileId}: a builtin engine needs a model path`);
       const args = [builtinHostPath, '--model', spec.modelPath, '--ctx', String(spec.contextSize), '--gpu-layers', String(spec.gpuLayers), '--port', '0', '--gpu-key', deps.gpuKey, '--weight', String(spec.weight), '--name', spec.name, '--alias', spec.profileId];
       if (spec.threads !== null) args.push('--threads', String(spec.threads));
-      return { command: nodePath, args: [...args, ...spec.args], env };
+      return { command: nodePath, args: [...args, ...spec.args], env: secret === null ? env : { ...env, [ENGINE_SECRET_ENV]: secret } };
     }
     case 'llama-server': {
       // Its /metrics (with in-flight requests) tells activity; CPU time when it does not answer.
-      const args = [...model, '-c', String(spec.contextSize), '-ngl', String(spec.gpuLayers), '--metrics', ...spec.args];
+      const args = [...model, '-c', String(spec.contextSize), '-ngl', String(spec.gpuLayers), '--metrics', ...apiKey, ...spec.args];
       return { command: nodePath, args: paced(spec.command ?? 'llama-server', args, `http://127.0.0.1:${healthPortOf(spec) ?? LLAMA_SERVER_DEFAULT_PORT}/metrics`), env };
     }
     case 'llamafile':
-      return { command: nodePath, args: paced(spec.command ?? 'llamafile', [...model, '-c', String(spec.contextSize), '-ngl', String(spec.gpuLayers), ...spec.args]), env };
+      return { command: nodePath, args: paced(spec.command ?? 'llamafile', [...model, '-c', String(spec.contextSize), '-ngl', String(spec.gpuLayers), ...apiKey, ...spec.args]), env };
     case 'command':
       if (spec.command === null) throw new SupervisorError(`${spec.profileId}: a command engine needs a command`);
       return { command: nodePath, args: paced(spec.command, spec.args), env };
@@ -305,9 +311,10 @@ export class Supervisor {
     const now = this.deps.clock.wallUs();
     const leaseId = `lease-${id}`;
     this.deps.leases.take(leaseId, requirementBytes(spec.peakBytes, this.deps.policy), now, this.deps.policy.leaseTtlUs);
+    const secret = newEngineSecret();
     let child: SpawnedProcess;
     try {
-      child = this.deps.spawn(commandFor(spec, this.deps));
+      child = this.deps.spawn(commandFor(spec, this.deps, secret));
     } catch (error) {
       this.deps.leases.release(leaseId);
       throw error;
@@ -316,6 +323,7 @@ export class Supervisor {
     const exited = new Promise<void>((resolve) => (markExited = resolve));
     const engine: Engine = {
       spec,
+      secret,
       process: child,
       leaseId,
       killTimer: null,
@@ -447,6 +455,11 @@ export class Supervisor {
     engine.spec = { ...engine.spec, weight };
     this.emitState(engine);
     return copyStatus(engine.status);
+  }
+
+  /** The secret an engine's port asks for (`Authorization: Bearer SECRET`). */
+  secretOf(id: string): string {
+    return this.require(id).secret;
   }
 
   /** The weight an engine runs with (its spec's, as last set). */
