@@ -23,6 +23,10 @@ import { removeSegment } from '../../test/fixtures/segments.js';
 import { call, startServe, state, until, type Served } from '../../test/fixtures/serve.js';
 import type { GpuPeersView } from '../../electron/core/registry/view.js';
 import { SLIDER_STEPS, stepWeight, weightToPosition } from '../src/lib/weight.js';
+import { loadRegistryHelper } from '../../native/helper.js';
+import { systemClock } from '../../electron/core/clock.js';
+import { RegistryMember, startHeartbeat } from '../../electron/core/registry/member.js';
+import { RegistrySegment } from '../../electron/core/registry/segment.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
@@ -214,7 +218,9 @@ describe.skipIf(missing.length > 0)(`dashboard in Chromium against gpu-share ser
     const lane = drawn.lanes.findIndex((l) => l.name === 'burner-a');
     const box = await canvas.boundingBox();
     if (box === null || lane < 0) throw new Error('no canvas or lane');
-    const y = box.y + lane * 68 + 20;
+    const laneBox = drawn.lanes[lane];
+    if (laneBox === undefined) throw new Error('no lane box');
+    const y = box.y + laneBox.top + laneBox.height / 2;
     let tip: string | null = null;
     for (let x = box.x + box.width - 2; x > box.x + box.width - 80 && tip === null; x -= 3) {
       await page.mouse.move(x, y);
@@ -271,6 +277,81 @@ describe.skipIf(missing.length > 0)(`dashboard in Chromium against gpu-share ser
     console.info(`timeline with 4 peers: ${fps} fps`);
     expect(fps).toBeGreaterThanOrEqual(50);
   }, 60_000);
+
+  it('sizes the timeline to its card at 800×600, 1280×800 and 1920×1080, with a labelled time axis, zoom and pause', async () => {
+    await page.getByTestId('nav-timeline').click();
+    const canvas = page.getByTestId('timeline-canvas');
+    const frame = page.getByTestId('timeline-frame');
+    for (const [width, height] of [[800, 600], [1280, 800], [1920, 1080]] as const) {
+      await page.setViewportSize({ width, height });
+      // A fresh debug view drawn at this size (it is written once a second).
+      const since = await page.evaluate(() => performance.now());
+      const drawn = await until(async () => {
+        const model = await page.evaluate(() => window.__gpuShareTimeline ?? null);
+        return model !== null && model.drawnAtMs > since + 100 ? model : undefined;
+      }, 5_000, `the timeline drawn at ${width}×${height}`, 100);
+      const c = await canvas.boundingBox();
+      const f = await frame.boundingBox();
+      if (c === null || f === null) throw new Error('no canvas or frame');
+      const where = `${width}×${height}: canvas ${JSON.stringify(c)} in frame ${JSON.stringify(f)}`;
+      expect(c.x, where).toBeGreaterThanOrEqual(f.x);
+      expect(c.y, where).toBeGreaterThanOrEqual(f.y);
+      expect(c.x + c.width, where).toBeLessThanOrEqual(f.x + f.width + 0.5);
+      expect(c.y + c.height, where).toBeLessThanOrEqual(f.y + f.height + 0.5);
+      expect(c.width, where).toBeGreaterThan(f.width * 0.6);
+      // The frame stays on the page (no 2:1 box running below it).
+      expect(f.y + f.height, where).toBeLessThanOrEqual(height);
+      // Drawn at the canvas's own size and pixel ratio; nothing below the lanes but the axis.
+      expect(Math.abs(drawn.width - c.width), where).toBeLessThanOrEqual(1);
+      expect(Math.abs(drawn.height - c.height), where).toBeLessThanOrEqual(1);
+      const bitmap = await canvas.evaluate((el: HTMLCanvasElement) => ({ w: el.width, h: el.height, css: el.clientWidth, ratio: window.devicePixelRatio }));
+      expect(bitmap.w).toBe(Math.round(bitmap.css * bitmap.ratio));
+      expect(drawn.drawnBottom, where).toBeLessThanOrEqual(drawn.lanesBottom + 0.01);
+      expect(drawn.lanesBottom, where).toBeLessThan(drawn.height);
+      expect(drawn.ticks[0]).toBe('−10 s');
+      expect(drawn.ticks.at(-1)).toBe('now');
+    }
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.getByTestId('timeline-zoom-2').click();
+    await until(async () => ((await page.evaluate(() => window.__gpuShareTimeline?.spanUs)) === 2_000_000 ? true : undefined), 3_000, 'the 2 s zoom', 100);
+    expect((await page.evaluate(() => window.__gpuShareTimeline?.ticks))?.[0]).toBe('−2 s');
+    await page.getByTestId('timeline-pause').click();
+    // Debug views are written once a second: the one after the next is surely paused.
+    await page.waitForTimeout(1_200);
+    const held = await page.evaluate(() => window.__gpuShareTimeline ?? null);
+    await page.waitForTimeout(1_200);
+    const later = await page.evaluate(() => window.__gpuShareTimeline ?? null);
+    expect(later?.drawnAtMs).toBeGreaterThan(held?.drawnAtMs ?? 0);
+    expect(later?.nowUs).toBe(held?.nowUs);
+    await page.getByTestId('timeline-pause').click();
+    await page.getByTestId('timeline-zoom-10').click();
+  }, 30_000);
+
+  it('reports the timeline\'s frame rate with 16 peers', async () => {
+    const helper = loadRegistryHelper();
+    const segment = RegistrySegment.openForJoin(helper, KEY);
+    const clock = systemClock(() => helper.wallUs());
+    const extra = 16 - (await device()).peers.length;
+    const members = Array.from({ length: extra }, (_, i) => new RegistryMember(segment, clock, { pid: 4_000_000 + i, ownerPid: 4_000_000 + i, bootUs: clock.wallUs(), name: `extra-${i}`, weight: 0.25 * (1 + (i % 8)), active: true }));
+    for (const member of members) member.join();
+    const beats = members.map((member) => startHeartbeat(member, () => undefined));
+    try {
+      const full = await until(async () => {
+        const d = await device();
+        return d.peers.length === 16 && (d.schedule?.windows.length ?? 0) >= extra ? d : undefined;
+      }, 15_000, 'sixteen peers in the registry, the new ones scheduled');
+      await page.getByTestId('nav-timeline').click();
+      await page.waitForTimeout(2_500);
+      const drawn = await page.evaluate(() => window.__gpuShareTimeline ?? null);
+      expect(drawn?.lanes.length).toBe(16);
+      expect(drawn?.drawnBottom).toBeLessThanOrEqual((drawn?.lanesBottom ?? 0) + 0.01);
+      console.info(`timeline with 16 peers (${full.schedule?.windows.length ?? 0} active) at 1280×800: ${drawn?.fps ?? 0} fps`);
+    } finally {
+      for (const beat of beats) beat.stop();
+      for (const member of members) member.leave();
+      segment.close();
+    }
+  }, 40_000);
 
   it('an engine of ours killed with SIGKILL shows "crashed (SIGKILL)" with Restart within 1 s, and the others\' shares reflow at once', async () => {
     await page.getByTestId('nav-peers').click();
