@@ -89,6 +89,8 @@ export interface EngineView {
   port: number | null;
   exitCode: number | null;
   exitSignal: string | null;
+  /** Wall µs when it exited (crashed or stopped); null while it runs. */
+  exitedAtUs: number | null;
   weight: number;
   gpuKey: string;
   slot: number | null;
