@@ -17,8 +17,8 @@ import { sendError } from './http.js';
 import type { ApiMetrics } from './metrics.js';
 
 export const MAX_TOKENS_LIMIT = 131_072;
-export const DEFAULT_QUEUE_LIMIT = 64;
-/** How long a request waits for a QUEUE verdict to turn into a load, and for a load to finish. */
+/** How long a request waits for a load in progress to finish. (How long it waits for a QUEUE
+ *  verdict to turn into a load is the policy's queue.maxWaitUs, by priority.) */
 const LOAD_WAIT_MS = 10 * 60_000;
 const REPLAN_EVERY_MS = 1_000;
 
@@ -86,9 +86,10 @@ export class Gateway {
     private readonly core: Core,
     private readonly metrics: ApiMetrics,
     private readonly log: (line: string) => void,
-    queueLimit = DEFAULT_QUEUE_LIMIT,
   ) {
-    this.queue = new GatewayQueue(queueLimit);
+    // The planner's policy sizes the line: one versioned policy (with `serve --queue-limit` as an
+    // override recorded in its revision), not a number of the gateway's own.
+    this.queue = new GatewayQueue(core.policy.queue.maxDepth);
   }
 
   /** The profiles alone (no state snapshot: that reads the registry). */
@@ -127,7 +128,7 @@ export class Gateway {
     for (let attempt = 1; ; attempt++) {
       let engine: EngineView;
       try {
-        engine = await this.engineFor(request.capability, () => gone);
+        engine = await this.engineFor(request.capability, priority, () => gone);
       } catch (error) {
         if (gone) {
           this.metrics.countRequest('client_gone');
@@ -185,7 +186,7 @@ export class Gateway {
    * skipped until it is edited or launched again from the dashboard. Every way this can fail is a
    * structured 503 (or the client's own departure), never an internal error.
    */
-  private async engineFor(capability: string, gone: () => boolean): Promise<EngineView> {
+  private async engineFor(capability: string, priority: Priority, gone: () => boolean): Promise<EngineView> {
     const all = this.core.profileList().filter((p) => p.capabilities.includes(capability));
     if (all.length === 0) throw badField('model', `unknown capability "${capability}"`);
     const profiles = all.filter((p) => servesHttp({ kind: p.engineKind, args: p.args }));
@@ -201,7 +202,7 @@ export class Gateway {
       // A load we started for other requests: wait with them (it is cancelled only when all of
       // us have gone). One started from the dashboard is never cancelled by a client.
       const ours = profiles.find((p) => p.id === loading.profileId && this.launching.has(p.id));
-      return ours === undefined ? this.untilRunning(loading.id, gone) : this.shareLoad(ours, gone);
+      return ours === undefined ? this.untilRunning(loading.id, gone) : this.shareLoad(ours, priority, gone);
     }
     let failure: ApiError | null = null;
     for (const profile of profiles) {
@@ -211,7 +212,7 @@ export class Gateway {
         continue;
       }
       try {
-        return await this.shareLoad(profile, gone);
+        return await this.shareLoad(profile, priority, gone);
       } catch (error) {
         const apiError = asGatewayError(profile, error);
         // Another profile may serve the capability, unless the client left or it was only busy.
@@ -224,12 +225,12 @@ export class Gateway {
 
   /** One load per profile, shared by the requests that wait for it: it is cancelled only when
    *  every one of them has gone. */
-  private async shareLoad(profile: Profile, gone: () => boolean): Promise<EngineView> {
+  private async shareLoad(profile: Profile, priority: Priority, gone: () => boolean): Promise<EngineView> {
     let pending = this.launching.get(profile.id);
     if (pending === undefined) {
       const waiters = new Set<() => boolean>();
       const everyoneGone = (): boolean => [...waiters].every((g) => g());
-      pending = { waiters, promise: this.load(profile, everyoneGone).finally(() => this.launching.delete(profile.id)) };
+      pending = { waiters, promise: this.load(profile, priority, everyoneGone).finally(() => this.launching.delete(profile.id)) };
       this.launching.set(profile.id, pending);
     }
     pending.waiters.add(gone);
@@ -240,8 +241,8 @@ export class Gateway {
     }
   }
 
-  private async load(profile: Profile, gone: () => boolean): Promise<EngineView> {
-    const deadline = Date.now() + LOAD_WAIT_MS;
+  private async load(profile: Profile, priority: Priority, gone: () => boolean): Promise<EngineView> {
+    const deadline = Date.now() + this.core.policy.queue.maxWaitUs[priority] / 1000;
     for (;;) {
       const outcome = await this.core.launchOnDemand(profile.id);
       if (outcome.engine !== null) {

@@ -15,6 +15,7 @@ import type { CoreLaunchers } from '../app-types.js';
 import { startCore } from '../app.js';
 import { startApiServer } from '../api/server.js';
 import { DEFAULT_API_PORT } from '../contract.js';
+import { POLICY_M10_V1, withQueueDepth } from '../planner/policy.js';
 import { openNodeSettings } from '../settings.js';
 import { rendererDir } from '../paths.js';
 import { stopSignals, type CommandIo } from './io.js';
@@ -25,7 +26,9 @@ export interface ServeOptions {
   simFile: string | undefined;
   dataDir: string;
   launchers: CoreLaunchers;
-  queueLimit: number;
+  /** `--queue-limit N`: overrides the policy's queue.maxDepth (recorded in its revision); undefined
+   *  keeps the policy's. */
+  queueLimit: number | undefined;
 }
 
 /** The port the settings file asks for, read without creating or changing anything. */
@@ -65,11 +68,12 @@ export async function runServe(options: ServeOptions, io: CommandIo, helper: Reg
   const settings = openNodeSettings(options.dataDir, DEFAULT_API_PORT, (line) => io.err(line));
   if (settings.loadProblem) io.err(settings.loadProblem.message);
   const signals = stopSignals(() => io.err('gpu-share: stopping… (engines get 10 s to stop)'));
-  const core = await startCore({ dataDir: options.dataDir, settings, simFile: options.simFile, helper, launchers: options.launchers, log: (line) => io.err(line) });
+  const policy = options.queueLimit === undefined ? POLICY_M10_V1 : withQueueDepth(POLICY_M10_V1, options.queueLimit);
+  const core = await startCore({ dataDir: options.dataDir, settings, simFile: options.simFile, helper, launchers: options.launchers, policy, log: (line) => io.err(line) });
   try {
     let server: Awaited<ReturnType<typeof startApiServer>>;
     try {
-      server = await startApiServer({ core, port, staticDir: rendererDir(), queueLimit: options.queueLimit, log: (line) => io.err(line) });
+      server = await startApiServer({ core, port, staticDir: rendererDir(), log: (line) => io.err(line) });
     } catch (error) {
       // Taken between the probe and now.
       if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw error;
