@@ -484,12 +484,13 @@ class GpuShareCore implements Core {
       case 'state':
         if (event.engine.state === 'running') this.ranOnce.add(event.engine.id);
         // Gone while loading, by itself: the profile cannot load as it is.
-        if (event.engine.state === 'crashed' && !this.ranOnce.has(event.engine.id)) {
+        if ((event.engine.state === 'crashed' || event.engine.state === 'exited') && !this.ranOnce.has(event.engine.id)) {
           const last = event.engine.lastLines.at(-1);
           this.markFailed(event.engine.profileId, `its engine exited while loading (${event.engine.exitSignal ?? `exit code ${String(event.engine.exitCode)}`})${last === undefined ? '' : `: ${last.slice(0, 300)}`}`);
         }
-        if (event.engine.state === 'crashed' || event.engine.state === 'stopped') this.releaseSlotOf(event.engine);
+        if (event.engine.state === 'crashed' || event.engine.state === 'exited' || event.engine.state === 'stopped') this.releaseSlotOf(event.engine);
         this.emit({ type: 'engine', engine: this.engineView(event.engine) });
+        if (event.engine.state === 'exited') this.log(`${event.engine.name}: exited (exit code 0)`);
         if (event.engine.state === 'crashed') this.log(`${event.engine.name}: crashed (${event.engine.exitSignal ?? `exit code ${String(event.engine.exitCode)}`})`);
         return;
       case 'progress':

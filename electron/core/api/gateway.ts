@@ -274,7 +274,7 @@ export class Gateway {
           resolve(engine);
           return true;
         }
-        if (engine.state === 'crashed' || engine.state === 'stopped' || engine.state === 'stopping') {
+        if (engine.state === 'crashed' || engine.state === 'exited' || engine.state === 'stopped' || engine.state === 'stopping') {
           finish();
           reject(new ApiError('NOT_ADMITTED', `engine ${engine.id} ${engine.state} while loading${engine.exitCode === null ? '' : ` (exit code ${engine.exitCode})`}: ${engine.logTail.slice(-1)[0] ?? ''}`, { reasons: ['ENGINE_EXITED'] }));
           return true;

@@ -58,7 +58,9 @@ export interface LaunchSpec {
   restart?: { maxRestarts: number; backoffMs: number } | null;
 }
 
-export type EngineState = 'loading' | 'running' | 'stopping' | 'stopped' | 'crashed';
+/** `exited`: it ended by itself with exit code 0 (a command that finished); `crashed`: by itself
+ *  otherwise (a signal, a non-zero code). */
+export type EngineState = 'loading' | 'running' | 'stopping' | 'stopped' | 'exited' | 'crashed';
 
 export interface EngineStatus {
   id: string;
@@ -398,7 +400,7 @@ export class Supervisor {
       engine.status.exitCode = code;
       engine.status.exitSignal = signal;
       engine.status.exitedAtUs = this.deps.clock.wallUs();
-      engine.status.state = engine.status.state === 'stopping' ? 'stopped' : 'crashed';
+      engine.status.state = engine.status.state === 'stopping' ? 'stopped' : code === 0 && signal === null ? 'exited' : 'crashed';
       if (engine.leaseId !== null) this.deps.leases.release(engine.leaseId);
       engine.leaseId = null;
       this.emitState(engine);
@@ -429,7 +431,7 @@ export class Supervisor {
   /** Graceful stop: SIGTERM, then SIGKILL to its process group after 10 s. Resolves on exit. */
   async stop(id: string, graceMs = STOP_GRACE_MS): Promise<EngineStatus> {
     const engine = this.require(id);
-    if (engine.status.state === 'stopped' || engine.status.state === 'crashed') return copyStatus(engine.status);
+    if (engine.status.state === 'stopped' || engine.status.state === 'exited' || engine.status.state === 'crashed') return copyStatus(engine.status);
     engine.status.state = 'stopping';
     this.emitState(engine);
     engine.process.signal('SIGTERM');
@@ -441,7 +443,7 @@ export class Supervisor {
   /** SIGKILL at once (its whole process group). */
   async kill(id: string): Promise<EngineStatus> {
     const engine = this.require(id);
-    if (engine.status.state === 'stopped' || engine.status.state === 'crashed') return copyStatus(engine.status);
+    if (engine.status.state === 'stopped' || engine.status.state === 'exited' || engine.status.state === 'crashed') return copyStatus(engine.status);
     engine.status.state = 'stopping';
     engine.process.signalGroup('SIGKILL');
     await engine.exited;
