@@ -60,11 +60,22 @@ function rendererLocation(): RendererLocation {
   return origin === null ? { kind: 'file', indexPath: join(rendererDir(), 'index.html') } : { kind: 'origin', origin };
 }
 
+/** GPU_SHARE_API_PORT: the API's port for this run instead of the settings' (a second copy of the
+ *  app beside another, a test on a free port); the settings file keeps its own. */
+function apiPortOverride(): number | null {
+  const text = process.env['GPU_SHARE_API_PORT'];
+  if (text === undefined || text === '') return null;
+  const port = Number(text);
+  if (Number.isInteger(port) && port >= 1 && port <= 65_535) return port;
+  log(`GPU_SHARE_API_PORT=${text.slice(0, 40)} is not a port (1–65535); using the settings' port`);
+  return null;
+}
+
 /** The loopback API (the gateway, /gpu/peers, the dashboard in a browser). Without it (its port
  *  taken, say by a `gpu-share serve`) the tray and the window still work: it is logged, not
  *  fatal. */
 async function setupApiServer(core: Core, staticDir: string): Promise<ApiServer | null> {
-  const port = core.settings.get().apiPort;
+  const port = apiPortOverride() ?? core.settings.get().apiPort;
   try {
     return await startApiServer({ core, port, staticDir, log });
   } catch (error) {
