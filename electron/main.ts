@@ -11,10 +11,10 @@ import { loadRegistryHelper } from '../native/helper.js';
 import { startApiServer, type ApiServer } from './core/api/server.js';
 import { startCore } from './core/app.js';
 import type { Core } from './core/app-types.js';
-import type { Verdict } from './core/contract.js';
+import { DEFAULT_API_PORT, type Verdict } from './core/contract.js';
 import { defaultDataDir, rendererDir } from './core/paths.js';
+import { openNodeSettings } from './core/settings.js';
 import { setupIpc } from './shell/ipc.js';
-import { openAppSettings } from './shell/settings-store.js';
 import { createShellExtras } from './shell/shell-extras.js';
 import { setupTray } from './shell/tray.js';
 import { createAppSpawn } from './shell/utility-spawn.js';
@@ -113,7 +113,9 @@ async function start(): Promise<void> {
   const onVisibility = setupDock();
   const dataDir = defaultDataDir();
   mkdirSync(dataDir, { recursive: true });
-  const settings = openAppSettings(dataDir);
+  // The same file as `gpu-share serve`, through conf as there (electron-store would add an IPC
+  // listener of its own, outside the contract, that hands any page the userData path).
+  const settings = openNodeSettings(dataDir, DEFAULT_API_PORT);
   const core = await startCore({
     dataDir,
     settings,
