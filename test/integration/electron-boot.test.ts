@@ -339,7 +339,8 @@ for (const mode of MODES) {
       const outcome: LaunchOutcome = await api.launch({ profileId: 'boot' });
       expect(outcome.plan.verdict).toBe('ADMIT');
       expect(outcome.engine).not.toBeNull();
-      const fork = await app.next('utility-fork');
+      // (node-llama-cpp's own binary check in the main process forks one first.)
+      const fork = await app.next('utility-fork', (record) => record.modulePath.endsWith('builtin-host.js'));
       expect(fork.modulePath).toBe(join(appPath, 'dist', 'electron', 'core', 'engines', 'builtin-host.js'));
       expect(fork.serviceName).toContain('builtin-host');
       enginePid = fork.pid;
@@ -351,7 +352,9 @@ for (const mode of MODES) {
         60_000,
         'the engine running',
         200,
-      );
+      ).catch(async (error: unknown) => {
+        throw new Error(`${String(error)}: ${JSON.stringify((await api.getState()).engines)}\n${app.log.slice(-30).join('\n')}`);
+      });
       const peers = (await get<GpuPeersView>(`/gpu/peers?gpu_key=${KEY}`)).body;
       expect(peers.peers.map((peer) => peer.pid)).toContain(enginePid);
 
