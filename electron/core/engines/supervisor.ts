@@ -70,6 +70,8 @@ export interface EngineStatus {
   port: number | null;
   exitCode: number | null;
   exitSignal: string | null;
+  /** Wall µs when the supervisor saw it exit; null while it runs. */
+  exitedAtUs: number | null;
   /** The last lines it wrote (stdout and stderr), newest last. */
   lastLines: string[];
   startedAtUs: number;
@@ -254,6 +256,7 @@ export class Supervisor {
         busy: e.status.busy || e.status.state === 'loading' || (this.deps.inUse?.(e.status.id) ?? false),
         idleSinceUs: e.status.idleSinceUs,
         envelopeBytes: e.spec.peakBytes,
+        weight: e.spec.weight,
       }));
   }
 
@@ -269,6 +272,7 @@ export class Supervisor {
       priority: spec.priority,
       peakBytes: spec.peakBytes,
       peakSource: spec.peakSource,
+      weight: spec.weight,
     };
     return planPlacement(request, { ...base, residents: this.residents(), leases: this.deps.leases.active(base.nowUs) }, this.deps.policy);
   }
@@ -312,6 +316,7 @@ export class Supervisor {
         port: null,
         exitCode: null,
         exitSignal: null,
+        exitedAtUs: null,
         lastLines: [],
         startedAtUs: now,
         idleSinceUs: now,
@@ -361,6 +366,7 @@ export class Supervisor {
       if (engine.killTimer !== null) clearTimeout(engine.killTimer);
       engine.status.exitCode = code;
       engine.status.exitSignal = signal;
+      engine.status.exitedAtUs = this.deps.clock.wallUs();
       engine.status.state = engine.status.state === 'stopping' ? 'stopped' : 'crashed';
       if (engine.leaseId !== null) this.deps.leases.release(engine.leaseId);
       engine.leaseId = null;
