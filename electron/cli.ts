@@ -15,9 +15,9 @@ import { checkGpuKey, checkIntervalMs, checkName, checkWeight, checkWholeNumber,
 // conf (~150 ms), which `join`, `peers` and every `run` supervisor should not pay for at start.
 
 /** Errors a user can act on, by name: printed as one line, no stack. */
-const EXPECTED_ERRORS = new Set(['RegistryError', 'PlanCommandError', 'PlannerInputError', 'TelemetryError', 'NvmlCallError', 'EstimateError', 'EnvelopeFileError', 'ProfileError', 'ProfileNotFoundError', 'SupervisorError', 'SettingsFileError']);
+const EXPECTED_ERRORS = new Set(['RegistryError', 'DeviceChoiceError', 'PlanCommandError', 'PlannerInputError', 'TelemetryError', 'NvmlCallError', 'EstimateError', 'EnvelopeFileError', 'ProfileError', 'ProfileNotFoundError', 'SupervisorError', 'SettingsFileError']);
 /** Of those, the ones that mean a bad flag value (exit code 2). */
-const USAGE_ERRORS = new Set(['PlanCommandError']);
+const USAGE_ERRORS = new Set(['PlanCommandError', 'DeviceChoiceError']);
 
 /** Exit codes of the command. */
 export const EXIT = { OK: 0, FAILED: 1, USAGE: 2 } as const;
@@ -31,7 +31,12 @@ function parser<T>(check: (raw: string) => Checked<T>): (raw: string) => T {
 }
 
 const gpuKeyOption = (): Option =>
-  new Option('--gpu-key <key>', 'registry key of the device: a GPU UUID (GPU-…), metal-0 or cpu-0').argParser(parser(checkGpuKey)).makeOptionMandatory();
+  new Option('--gpu-key <key>', 'registry key of the device: a GPU UUID (GPU-…), metal-0 or cpu-0 (default: the first device found)').argParser(parser(checkGpuKey)).conflicts('gpu');
+const gpuIndexOption = (): Option =>
+  new Option('--gpu <n>', 'the n-th device found (see gpu-share devices), instead of --gpu-key').argParser(parser((raw) => checkWholeNumber(raw, 0, 1023)));
+/** The device key of a command: as given, or found by telemetry (imported only then). */
+const deviceKey = async (opts: { gpuKey?: string; gpu?: number }, wallUs: () => number): Promise<string> =>
+  (await import('./core/commands/keys.js')).resolveGpuKey({ gpuKey: opts.gpuKey, gpu: opts.gpu }, wallUs);
 const intervalOption = (): Option =>
   new Option('--interval <ms>', 'refresh interval for --watch, in milliseconds').argParser(parser(checkIntervalMs)).default(500);
 
@@ -60,45 +65,61 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
     .command('join')
     .description('hold a registry slot for this process, heartbeat it, and free it on SIGINT/SIGTERM')
     .addOption(gpuKeyOption())
+    .addOption(gpuIndexOption())
     .addOption(new Option('--weight <w>', 'weight of this peer (its share is weight / sum of active weights)').argParser(parser(checkWeight)).default(1))
     .addOption(new Option('--name <name>', 'display name (at most 47 bytes of UTF-8)').argParser(parser(checkName)))
     .option('--active', 'mark this peer active (it wants the GPU now)', false)
     .option('--watch', "print this peer's /gpu/peers view as a JSON line every interval", false)
     .addOption(intervalOption())
     .exitOverride()
-    .action((opts: { gpuKey: string; weight: number; name?: string; active: boolean; watch: boolean; interval: number }) =>
-      run(async () =>
-        (await import('./core/commands/join.js')).runJoin(
-          { gpuKey: opts.gpuKey, weight: opts.weight, name: opts.name ?? `peer-${process.pid}`, active: opts.active, watch: opts.watch, intervalMs: opts.interval },
+    .action((opts: { gpuKey?: string; gpu?: number; weight: number; name?: string; active: boolean; watch: boolean; interval: number }) =>
+      run(async () => {
+        const helper = loadRegistryHelper();
+        return (await import('./core/commands/join.js')).runJoin(
+          { gpuKey: await deviceKey(opts, () => helper.wallUs()), weight: opts.weight, name: opts.name ?? `peer-${process.pid}`, active: opts.active, watch: opts.watch, intervalMs: opts.interval },
           processIo,
-          loadRegistryHelper(),
-        ),
-      ),
+          helper,
+        );
+      }),
     );
 
   program
     .command('peers')
-    .description("print a GPU's registry as the /gpu/peers view (a table, or JSON with --json)")
+    .description("print a GPU's registry as the /gpu/peers view (a table, or JSON with --json); without a key, every device that has one")
     .addOption(gpuKeyOption())
+    .addOption(gpuIndexOption())
     .option('--json', 'print the exact /gpu/peers JSON', false)
     .option('--watch', 'refresh every interval (JSON: one line per refresh)', false)
     .addOption(intervalOption())
     .exitOverride()
-    .action((opts: { gpuKey: string; json: boolean; watch: boolean; interval: number }) =>
-      run(async () =>
-        (await import('./core/commands/peers.js')).runPeers(
-          { gpuKey: opts.gpuKey, json: opts.json, watch: opts.watch, intervalMs: opts.interval, clearScreen: process.stdout.isTTY === true },
+    .action((opts: { gpuKey?: string; gpu?: number; json: boolean; watch: boolean; interval: number }) =>
+      run(async () => {
+        const helper = loadRegistryHelper();
+        const gpuKey = opts.gpuKey === undefined && opts.gpu === undefined ? undefined : await deviceKey(opts, () => helper.wallUs());
+        return (await import('./core/commands/peers.js')).runPeers(
+          { gpuKey, json: opts.json, watch: opts.watch, intervalMs: opts.interval, clearScreen: process.stdout.isTTY === true },
           processIo,
-          loadRegistryHelper(),
-        ),
-      ),
+          helper,
+        );
+      }),
+    );
+
+  program
+    .command('devices')
+    .description('list the devices found (index, key, name, memory, telemetry source) and the registries of this user with their live peers')
+    .option('--json', 'print JSON', false)
+    .addOption(new Option('--remove <key>', 'delete the registry segment of this key (only when no peer in it is alive)').argParser(parser(checkGpuKey)))
+    .exitOverride()
+    .action((opts: { json: boolean; remove?: string }) =>
+      run(async () => (await import('./core/commands/devices.js')).runDevices({ json: opts.json, remove: opts.remove }, processIo, loadRegistryHelper())),
     );
 
   program
     .command('run')
     .description('start a command as a paced peer: suspended outside its TDM window while others are busy')
-    .usage('--gpu-key <key> [--weight <w>] [--name <name>] -- <command> [args...]')
+    .usage('[--gpu-key <key> | --gpu <n>] [--weight <w>] [--name <name>] -- <command> [args...]')
     .addOption(gpuKeyOption())
+    .addOption(gpuIndexOption())
     .addOption(new Option('--weight <w>', 'weight of the command').argParser(parser(checkWeight)).default(1))
     .addOption(new Option('--name <name>', 'display name (default: the command name)').argParser(parser(checkName)))
     .option('--exit-with-parent', 'stop the command when the process that started gpu-share run dies (for supervisors)', false)
@@ -107,11 +128,13 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
     .argument('[args...]', 'its arguments')
     .passThroughOptions()
     .exitOverride()
-    .action((command: string, args: string[], opts: { gpuKey: string; weight: number; name?: string; exitWithParent: boolean; activityUrl?: string }) =>
+    .action((command: string, args: string[], opts: { gpuKey?: string; gpu?: number; weight: number; name?: string; exitWithParent: boolean; activityUrl?: string }) =>
       run(async () => {
         const { runPaced } = await import('./core/commands/run.js');
         const { loadProcessControl } = await import('../native/process-control.js');
-        return runPaced({ gpuKey: opts.gpuKey, weight: opts.weight, name: opts.name, command, args, exitWithParent: opts.exitWithParent, activityUrl: opts.activityUrl }, processIo, loadRegistryHelper(), await loadProcessControl());
+        const helper = loadRegistryHelper();
+        const gpuKey = await deviceKey(opts, () => helper.wallUs());
+        return runPaced({ gpuKey, weight: opts.weight, name: opts.name, command, args, exitWithParent: opts.exitWithParent, activityUrl: opts.activityUrl }, processIo, helper, await loadProcessControl());
       }),
     );
 

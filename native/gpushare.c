@@ -455,7 +455,6 @@ int32_t gs_claim(gs_segment *seg, uint32_t slot, uint32_t expected_pid, int64_t 
     s->busy_ppm = 0;
     s->owner_pid = owner_pid;
     write_name(s, name);
-    for (size_t i = 0; i < sizeof s->reserved; i++) s->reserved[i] = 0;
     seq_end(s, v);
     return GS_OK;
 }

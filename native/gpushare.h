@@ -1,10 +1,16 @@
 /*
  * gpushare.h — the GPU Share registry, ABI v1.
  *
- * One shared-memory segment per physical GPU, 4096 bytes: a 64-byte header and 16 slots of
- * 128 bytes. POSIX name "/opencoti-gpu-<gpu_key>", Windows "Local\opencoti-gpu-<gpu_key>".
- * All integers little-endian, naturally aligned. Another program written from the table in
- * DESIGN.md alone must interoperate with this one, so every offset is asserted below.
+ * One shared-memory segment per physical GPU, 4096 bytes: a 16-byte header and 16 slots of
+ * 88 bytes (ending at 1424; the rest is zero). POSIX name "/opencoti-gpu-<gpu_key>", Windows
+ * "Local\opencoti-gpu-<gpu_key>". All integers little-endian.
+ *
+ * The layout is the natural C layout of opencoti's own field list (pid, boot_us, weight, active,
+ * heartbeat_us, busy_ppm, name[48]): real opencoti-llamafile peers write the same segment, and any
+ * C compiler lays that struct out this way. Our two extra words live only in its alignment holes
+ * (seq in the hole after pid, owner_pid in the tail padding after name), so a peer that leaves
+ * them zero stays readable: seq 0 is an even (consistent) seq, owner_pid 0 means "pid itself".
+ * Every offset is asserted below.
  *
  * This helper exists because Electron forbids ArrayBuffers over foreign memory: JavaScript never
  * sees the mapping, only copies made by gs_snapshot() and the few atomic writes below.
@@ -29,8 +35,8 @@ extern "C" {
 #define GS_VERSION 1u
 #define GS_SLOT_COUNT 16u
 #define GS_SEGMENT_SIZE 4096u
-#define GS_HEADER_SIZE 64u
-#define GS_SLOT_SIZE 128u
+#define GS_HEADER_SIZE 16u
+#define GS_SLOT_SIZE 88u
 #define GS_NAME_SIZE 48u
 #define GS_KEY_MAX 40u
 /* "/opencoti-gpu-" + key + NUL; the Windows prefix "Local\opencoti-gpu-" is longer. */
@@ -40,20 +46,20 @@ typedef struct gs_header {
     char magic[8];       /* "OCGPU", NUL-padded */
     uint32_t version;    /* GS_VERSION */
     uint32_t slot_count; /* GS_SLOT_COUNT */
-    uint8_t reserved[48];
 } gs_header;
 
 typedef struct gs_slot {
     uint32_t pid;          /* engine pid; 0 = free; claimed by CAS 0 -> pid (or dead pid -> pid) */
-    uint32_t seq;          /* odd while the owner updates several fields */
+    uint32_t seq;          /* (alignment hole) odd while the owner updates several fields; 0 from a
+                              peer that has no seq */
     int64_t boot_us;       /* wall-clock µs when the engine process started */
     float weight;          /* > 0 */
     uint32_t active;       /* 1 if it decoded or prefilled within the last 2 s */
     int64_t heartbeat_us;  /* CLOCK_REALTIME µs, stored atomically every ~500 ms */
     uint32_t busy_ppm;     /* measured busy fraction, parts per million */
-    uint32_t owner_pid;    /* the process writing this slot (= pid, or its supervisor) */
     char name[GS_NAME_SIZE]; /* UTF-8, NUL-padded, display only */
-    uint8_t reserved[40];
+    uint32_t owner_pid;    /* (tail padding) the process writing this slot (= pid, or its
+                              supervisor); 0 means pid */
 } gs_slot;
 
 typedef struct gs_segment_layout {
@@ -65,7 +71,6 @@ _Static_assert(sizeof(float) == 4, "f32");
 _Static_assert(offsetof(gs_header, magic) == 0, "header.magic");
 _Static_assert(offsetof(gs_header, version) == 8, "header.version");
 _Static_assert(offsetof(gs_header, slot_count) == 12, "header.slot_count");
-_Static_assert(offsetof(gs_header, reserved) == 16, "header.reserved");
 _Static_assert(sizeof(gs_header) == GS_HEADER_SIZE, "header size");
 _Static_assert(offsetof(gs_slot, pid) == 0, "slot.pid");
 _Static_assert(offsetof(gs_slot, seq) == 4, "slot.seq");
@@ -74,9 +79,8 @@ _Static_assert(offsetof(gs_slot, weight) == 16, "slot.weight");
 _Static_assert(offsetof(gs_slot, active) == 20, "slot.active");
 _Static_assert(offsetof(gs_slot, heartbeat_us) == 24, "slot.heartbeat_us");
 _Static_assert(offsetof(gs_slot, busy_ppm) == 32, "slot.busy_ppm");
-_Static_assert(offsetof(gs_slot, owner_pid) == 36, "slot.owner_pid");
-_Static_assert(offsetof(gs_slot, name) == 40, "slot.name");
-_Static_assert(offsetof(gs_slot, reserved) == 88, "slot.reserved");
+_Static_assert(offsetof(gs_slot, name) == 36, "slot.name");
+_Static_assert(offsetof(gs_slot, owner_pid) == 84, "slot.owner_pid");
 _Static_assert(sizeof(gs_slot) == GS_SLOT_SIZE, "slot size");
 _Static_assert(offsetof(gs_segment_layout, slots) == GS_HEADER_SIZE, "first slot");
 _Static_assert(sizeof(gs_segment_layout) == GS_HEADER_SIZE + GS_SLOT_COUNT * GS_SLOT_SIZE, "layout");

@@ -84,6 +84,8 @@ class GpuShareCore implements Core {
   private readonly pressure = new Map<string, PressureTracker>();
   private readonly observer: RegistryObserver;
   private readonly segments = new Map<string, RegistrySegment | null>();
+  /** Writable handles, only to free the slots of engines of ours that exited. */
+  private readonly writers = new Map<string, RegistrySegment>();
   private readonly profiles: ProfileStore;
   private readonly envelopes: EnvelopeStore;
   private readonly leases = new LeaseBook();
@@ -320,6 +322,8 @@ class GpuShareCore implements Core {
     this.sampler.close();
     for (const segment of this.segments.values()) segment?.close();
     this.segments.clear();
+    for (const segment of this.writers.values()) segment.close();
+    this.writers.clear();
     this.listeners.clear();
   }
 
@@ -379,6 +383,7 @@ class GpuShareCore implements Core {
         this.emit({ type: 'plan', plan: event.plan });
         return;
       case 'state':
+        if (event.engine.state === 'crashed' || event.engine.state === 'stopped') this.releaseSlotOf(event.engine);
         this.emit({ type: 'engine', engine: this.engineView(event.engine) });
         if (event.engine.state === 'crashed') this.log(`${event.engine.name}: crashed (${event.engine.exitSignal ?? `exit code ${String(event.engine.exitCode)}`})`);
         return;
@@ -417,6 +422,28 @@ class GpuShareCore implements Core {
     }
   }
 
+  /**
+   * An engine of ours has exited: free its slot now, by compare-and-swap of the pid and boot time
+   * it holds (a slot already reclaimed by someone else is left alone), so that the others' shares
+   * reflow at once instead of after the 3 s heartbeat age-out. An engine that left cleanly has
+   * freed it already; then there is nothing to find.
+   */
+  private releaseSlotOf(engine: EngineStatus): void {
+    const peer = this.peerOf(engine);
+    if (peer === undefined) return;
+    try {
+      let writer = this.writers.get(this.gpuKey);
+      if (writer === undefined) {
+        writer = RegistrySegment.openForJoin(this.options.helper, this.gpuKey);
+        this.writers.set(this.gpuKey, writer);
+      }
+      writer.release(peer.record.slot, peer.record.pid, peer.record.bootUs);
+    } catch (error) {
+      // It ages out in 3 s then, as any dead peer does.
+      this.log(`registry ${this.gpuKey}: could not free slot ${peer.record.slot} of ${engine.name}: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+
   /** The registry peer of a managed engine: its slot's pid (the host) or owner (`gpu-share run`).
    *  `peers`: the engines' device's alive peers when the caller has read them already. */
   private peerOf(engine: Pick<EngineStatus, 'pid'>, peers: readonly AlivePeer[] = this.alivePeers(this.gpuKey)): AlivePeer | undefined {
@@ -445,6 +472,7 @@ class GpuShareCore implements Core {
       port: status.port,
       exitCode: status.exitCode,
       exitSignal: status.exitSignal,
+      exitedAtUs: status.exitedAtUs,
       weight,
       gpuKey: this.gpuKey,
       slot: peer?.record.slot ?? null,

@@ -38,8 +38,9 @@ export interface ScheduleWindowView {
   slot: number;
   startUs: number;
   lengthUs: number;
+  /** The peer's plain share w/Σw (its window's length follows its window share, floored at 10 %). */
   share: number;
-  /** `(1 − share)·period`: the longest this peer waits for its window. */
+  /** `period − window length`: the longest this peer waits for its window. */
   stallBoundUs: number;
 }
 
@@ -88,6 +89,8 @@ export interface EngineView {
   port: number | null;
   exitCode: number | null;
   exitSignal: string | null;
+  /** Wall µs when it exited (crashed or stopped); null while it runs. */
+  exitedAtUs: number | null;
   weight: number;
   gpuKey: string;
   slot: number | null;

@@ -64,6 +64,11 @@ export function uniqueKey(prefix: string): string {
   return key;
 }
 
+export interface CliOptions {
+  /** Added to this process's environment (e.g. a fake NVML library). */
+  env?: Record<string, string>;
+}
+
 /** A running `gpu-share` process. */
 export class CliProcess {
   readonly child: ChildProcess;
@@ -76,10 +81,10 @@ export class CliProcess {
   private exitResult: ExitResult | null = null;
   private readonly exited: Promise<ExitResult>;
 
-  constructor(args: readonly string[]) {
+  constructor(args: readonly string[], options: CliOptions = {}) {
     this.args = [...args];
     this.startedAt = performance.now();
-    this.child = spawn(process.execPath, [CLI_PATH, ...args], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = spawn(process.execPath, [CLI_PATH, ...args], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...options.env } });
     running.add(this);
     this.child.stdout?.setEncoding('utf8');
     this.child.stderr?.setEncoding('utf8');
@@ -211,8 +216,8 @@ export class CliProcess {
 }
 
 /** Starts `gpu-share <args>`. */
-export function startCli(args: readonly string[]): CliProcess {
-  return new CliProcess(args);
+export function startCli(args: readonly string[], options: CliOptions = {}): CliProcess {
+  return new CliProcess(args, options);
 }
 
 export interface CliRun extends ExitResult {
@@ -223,8 +228,8 @@ export interface CliRun extends ExitResult {
 }
 
 /** Runs `gpu-share <args>` to completion (killed and rejected after timeoutMs). */
-export async function runCli(args: readonly string[], timeoutMs = 10_000): Promise<CliRun> {
-  const proc = startCli(args);
+export async function runCli(args: readonly string[], timeoutMs = 10_000, options: CliOptions = {}): Promise<CliRun> {
+  const proc = startCli(args, options);
   try {
     const result = await proc.exitWithin(timeoutMs);
     return { ...result, stdout: proc.lines('stdout'), stderr: proc.lines('stderr'), startedAt: proc.startedAt, exitedAt: performance.now() };

@@ -24,11 +24,11 @@ cleanupAfterEach();
 
 // ---- the ABI v1 layout (DESIGN.md), written out here so the tests do not trust the product's ----
 const SEGMENT_SIZE = 4096;
-const HEADER_SIZE = 64;
-const SLOT_SIZE = 128;
+const HEADER_SIZE = 16;
+const SLOT_SIZE = 88;
 const SLOT_COUNT = 16;
 const slotBase = (slot: number): number => HEADER_SIZE + SLOT_SIZE * slot;
-const OFF = { pid: 0, seq: 4, boot_us: 8, weight: 16, active: 20, heartbeat_us: 24, busy_ppm: 32, owner_pid: 36, name: 40 } as const;
+const OFF = { pid: 0, seq: 4, boot_us: 8, weight: 16, active: 20, heartbeat_us: 24, busy_ppm: 32, name: 36, owner_pid: 84 } as const;
 
 function validHeader(bytes: Uint8Array): void {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -481,7 +481,8 @@ describe('gpu-share join / peers on a real registry', () => {
     view.setUint32(base + OFF.active, 1, true);
     view.setBigInt64(base + OFF.heartbeat_us, wallUs(), true);
     view.setUint32(base + OFF.busy_ppm, 0, true);
-    view.setUint32(base + OFF.owner_pid, EXTERNAL_PID, true);
+    // An opencoti peer leaves our words in its alignment holes zero: seq 0, owner_pid 0 (= pid).
+    view.setUint32(base + OFF.owner_pid, 0, true);
     bytes.set(new TextEncoder().encode('external'), base + OFF.name);
     writeFileSync(path, bytes, { mode: 0o600 });
 

@@ -80,3 +80,35 @@ describe('codec', () => {
     expect(decodeSegment(bytes).slots[0]?.heartbeatUs).toBe(1_796_000_000_000_123);
   });
 });
+
+describe('codec: the opencoti layout and display safety', () => {
+  it('reads a slot written at the natural C offsets of opencoti\'s field list, owner_pid 0 meaning pid', () => {
+    // Written from opencoti's field list alone: 16-byte header, slot i at 16 + 88·i, name at 36,
+    // and our words (seq at 4, owner_pid at 84) left zero as such a peer leaves its holes.
+    const bytes = encodeEmptySegment();
+    const view = new DataView(bytes.buffer);
+    const base = 16 + 88 * 2;
+    view.setUint32(base + 0, 4242, true);
+    view.setBigInt64(base + 8, 111n, true);
+    view.setFloat32(base + 16, 2.5, true);
+    view.setUint32(base + 20, 1, true);
+    view.setBigInt64(base + 24, 1_796_000_000_000_000n, true);
+    view.setUint32(base + 32, 500_000, true);
+    bytes.set(new TextEncoder().encode('opencoti-llamafile'), base + 36);
+    const [slot] = decodeSegment(bytes).slots;
+    expect(slot).toEqual({
+      slot: 2, pid: 4242, seq: 0, bootUs: 111, weight: 2.5, weightSanitised: false, active: true,
+      heartbeatUs: 1_796_000_000_000_000, busyPpm: 500_000, ownerPid: 4242, name: 'opencoti-llamafile',
+    });
+    // A supervisor's slot keeps its owner.
+    view.setUint32(base + 84, 99, true);
+    expect(decodeSegment(bytes).slots[0]?.ownerPid).toBe(99);
+  });
+
+  it('strips bidi controls from names: "\\u202eexe.gnp" reads as it is stored, not as png.exe', () => {
+    const encode = (text: string): Uint8Array => new TextEncoder().encode(text);
+    expect(decodeName(encode('\u202eexe.gnp'))).toBe('exe.gnp');
+    expect(decodeName(encode('a\u2066b\u2069c\u200f\u061c\u202ad'))).toBe('abcd');
+    expect(decodeName(encode('llama·3 ✓'))).toBe('llama·3 ✓');
+  });
+});

@@ -39,7 +39,27 @@ describe('schedule golden files', () => {
 });
 
 describe('schedule', () => {
-  it('clamps the period to [80, 400] ms around 40 ms / min_share', () => {
+  it('shows plain shares while the windows use window shares: 20:1 reads 95.24/4.76, its windows are 362/38 ms', () => {
+    const schedule = scheduleFor([20, 1]);
+    expect(schedule.windows.map((w) => Number((w.share * 100).toFixed(2)))).toEqual([95.24, 4.76]);
+    expect(schedule.windows.map((w) => Number((w.windowShare * 100).toFixed(2)))).toEqual([90.5, 9.5]);
+    expect(schedule.periodUs).toBe(400_000);
+    expect(schedule.windows.map((w) => w.lengthUs)).toEqual([361_991, 38_009]);
+    // The stall bound is the period less the peer's own window, not (1 − share) · period (381 ms).
+    expect(stallBoundUs(schedule, 1)).toBe(361_991);
+    expect(stallBoundUs(schedule, 0)).toBe(38_009);
+  });
+
+  it('16 peers weighted 8 … 0.1: shares stay proportional to weights, windows 14.77 / 7.39 / 13 × 5.42 %', () => {
+    const weights = [8, 4, 4, 2, 2, 2, 1, 1, 1, 1, 1, 1, 0.5, 0.5, 0.25, 0.1];
+    const schedule = scheduleFor(weights);
+    for (const [i, w] of schedule.windows.entries()) expect(w.share).toBeCloseTo((weights[i] ?? 0) / 29.35, 12);
+    expect(schedule.windows.map((w) => Number((w.windowShare * 100).toFixed(2)))).toEqual([14.77, 7.39, 7.39, ...new Array<number>(13).fill(5.42)]);
+    // The period comes from the smallest window share: 40 ms / 5.42 % is past the 400 ms cap.
+    expect(schedule.periodUs).toBe(400_000);
+  });
+
+  it('clamps the period to [80, 400] ms around 40 ms / min_window_share', () => {
     expect(periodFor(1)).toBe(80_000);
     expect(periodFor(1 / 3)).toBe(120_000);
     expect(periodFor(0.1)).toBe(400_000);

@@ -19,6 +19,7 @@ export function engine(id: string, fields: Partial<EngineView> = {}): EngineView
     port: 41000,
     exitCode: null,
     exitSignal: null,
+    exitedAtUs: null,
     weight: 1,
     gpuKey: 'GPU-4090',
     slot: null,

@@ -84,7 +84,7 @@ export function createApiMetrics(state: () => AppState): ApiMetrics {
   });
   new Gauge({
     name: 'gpushare_pacer_stall_bound_seconds',
-    help: 'Each active peer\'s stall bound (1 − share)·period.',
+    help: 'Each active peer\'s stall bound: the period less its own window.',
     labelNames: ['gpu_key', 'slot'] as const,
     registers: [registry],
     collect() {

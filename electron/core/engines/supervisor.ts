@@ -71,6 +71,8 @@ export interface EngineStatus {
   port: number | null;
   exitCode: number | null;
   exitSignal: string | null;
+  /** Wall µs when the supervisor saw it exit; null while it runs. */
+  exitedAtUs: number | null;
   /** The last lines it wrote (stdout and stderr), newest last. */
   lastLines: string[];
   startedAtUs: number;
@@ -324,6 +326,7 @@ export class Supervisor {
         port: null,
         exitCode: null,
         exitSignal: null,
+        exitedAtUs: null,
         lastLines: [],
         startedAtUs: now,
         idleSinceUs: now,
@@ -373,6 +376,7 @@ export class Supervisor {
       if (engine.killTimer !== null) clearTimeout(engine.killTimer);
       engine.status.exitCode = code;
       engine.status.exitSignal = signal;
+      engine.status.exitedAtUs = this.deps.clock.wallUs();
       engine.status.state = engine.status.state === 'stopping' ? 'stopped' : 'crashed';
       if (engine.leaseId !== null) this.deps.leases.release(engine.leaseId);
       engine.leaseId = null;

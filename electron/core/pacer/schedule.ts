@@ -3,25 +3,32 @@
  * derives the same schedule from the same registry and the same CLOCK_REALTIME, so no one has to
  * send anyone a message.
  *
- * - period = clamp(40 ms / min_share, 80 ms, 400 ms): the smallest window is at least 40 ms (or the
- *   period is as long as we allow), so that switching costs stay small against useful work;
+ * - each active peer's window share is its plain share floored at 10 %, all renormalized to sum 1
+ *   (registry/shares.ts: 20:1 → 90.50/9.50 of the period, while the shares shown stay 95.24/4.76);
+ * - period = clamp(40 ms / min_window_share, 80 ms, 400 ms): the smallest window is at least 40 ms
+ *   (or the period is as long as we allow), so that switching costs stay small against useful work;
  * - one contiguous window per active peer, ordered by slot index, its length proportional to its
- *   share (whole µs; rounding goes to the last window so that the windows tile the period);
+ *   window share (whole µs; rounding goes to the last window so that the windows tile the period);
  * - the position in the period is wall_us mod period.
  */
+import { windowShares } from '../registry/shares.js';
+
 export const MIN_WINDOW_US = 40_000;
 export const MIN_PERIOD_US = 80_000;
 export const MAX_PERIOD_US = 400_000;
 
 export interface SchedulePeer {
   readonly slot: number;
-  /** Share in (0, 1]; the active peers' shares sum to 1. */
+  /** Plain share in (0, 1] (w / Σw); the active peers' shares sum to 1. */
   readonly share: number;
 }
 
 export interface ScheduleWindow {
   readonly slot: number;
+  /** The peer's plain share, as shown everywhere. */
   readonly share: number;
+  /** Its share of the period: the plain share floored at 10 %, renormalized. */
+  readonly windowShare: number;
   /** Offset of the window's start inside the period, µs. */
   readonly startUs: number;
   readonly lengthUs: number;
@@ -33,22 +40,24 @@ export interface Schedule {
   readonly windows: readonly ScheduleWindow[];
 }
 
-export function periodFor(minShare: number): number {
-  if (!(minShare > 0)) return MAX_PERIOD_US;
-  return Math.round(Math.min(MAX_PERIOD_US, Math.max(MIN_PERIOD_US, MIN_WINDOW_US / minShare)));
+export function periodFor(minWindowShare: number): number {
+  if (!(minWindowShare > 0)) return MAX_PERIOD_US;
+  return Math.round(Math.min(MAX_PERIOD_US, Math.max(MIN_PERIOD_US, MIN_WINDOW_US / minWindowShare)));
 }
 
 export function buildSchedule(peers: readonly SchedulePeer[]): Schedule {
   const active = peers.filter((peer) => peer.share > 0).sort((a, b) => a.slot - b.slot);
   if (active.length === 0) return { periodUs: MIN_PERIOD_US, windows: [] };
-  const periodUs = periodFor(Math.min(...active.map((peer) => peer.share)));
   const total = active.reduce((sum, peer) => sum + peer.share, 0);
+  const fractions = windowShares(active.map((peer) => peer.share / total));
+  const periodUs = periodFor(Math.min(...fractions));
   const windows: ScheduleWindow[] = [];
   let startUs = 0;
   active.forEach((peer, i) => {
+    const windowShare = fractions[i] ?? 0;
     const last = i === active.length - 1;
-    const lengthUs = last ? periodUs - startUs : Math.round((periodUs * peer.share) / total);
-    windows.push({ slot: peer.slot, share: peer.share, startUs, lengthUs });
+    const lengthUs = last ? periodUs - startUs : Math.round(periodUs * windowShare);
+    windows.push({ slot: peer.slot, share: peer.share, windowShare, startUs, lengthUs });
     startUs += lengthUs;
   });
   return { periodUs, windows };
@@ -107,7 +116,8 @@ export function usSinceWindowEnd(schedule: Schedule, slot: number, wallUs: numbe
   return since >= 0 ? since : since + schedule.periodUs;
 }
 
-/** The longest a peer waits between windows: (1 − share) · period. */
+/** The longest a peer waits between windows: the period less its own window (its window share,
+ *  not its plain share: with 20:1 the small peer waits 362 ms, not 381). */
 export function stallBoundUs(schedule: Schedule, slot: number): number | null {
   const window = windowOf(schedule, slot);
   return window === undefined ? null : schedule.periodUs - window.lengthUs;
@@ -116,10 +126,10 @@ export function stallBoundUs(schedule: Schedule, slot: number): number | null {
 /** The schedule as text for golden files: reads like a design review. */
 export function describeSchedule(title: string, weights: readonly number[], schedule: Schedule): string {
   const lines = [`# ${title}`, `weights: ${weights.join(' : ')}`, `period: ${(schedule.periodUs / 1000).toFixed(3)} ms`, ''];
-  lines.push('slot  share     window start   length       stall bound');
+  lines.push('slot  share    window share  window start   length       stall bound');
   for (const w of schedule.windows) {
     lines.push(
-      `${String(w.slot).padStart(4)}  ${(w.share * 100).toFixed(2).padStart(6)}%  ${(w.startUs / 1000).toFixed(3).padStart(9)} ms  ${(w.lengthUs / 1000).toFixed(3).padStart(8)} ms  ${((schedule.periodUs - w.lengthUs) / 1000).toFixed(3).padStart(8)} ms`,
+      `${String(w.slot).padStart(4)}  ${(w.share * 100).toFixed(2).padStart(6)}%  ${(w.windowShare * 100).toFixed(2).padStart(11)}%  ${(w.startUs / 1000).toFixed(3).padStart(9)} ms  ${(w.lengthUs / 1000).toFixed(3).padStart(8)} ms  ${((schedule.periodUs - w.lengthUs) / 1000).toFixed(3).padStart(8)} ms`,
     );
   }
   const scale = 80 / schedule.periodUs;

@@ -1,13 +1,15 @@
 /**
- * Registry ABI v1: the byte layout of DESIGN.md, mirrored from native/gpushare.h. A test compiles
- * a C program against the header and checks that these offsets equal the C compiler's.
+ * Registry ABI v1: the byte layout of DESIGN.md, mirrored from native/gpushare.h: the natural C
+ * layout of opencoti's field list, with our `seq` and `owner_pid` in its alignment holes. A test
+ * compiles a C program against the header (and against opencoti's field list alone) and checks
+ * that these offsets equal the C compiler's.
  */
 export const MAGIC = 'OCGPU';
 export const VERSION = 1;
 export const SLOT_COUNT = 16;
 export const SEGMENT_SIZE = 4096;
-export const HEADER_SIZE = 64;
-export const SLOT_SIZE = 128;
+export const HEADER_SIZE = 16;
+export const SLOT_SIZE = 88;
 export const NAME_SIZE = 48;
 /** Names are NUL-terminated inside their 48 bytes. */
 export const NAME_MAX_BYTES = NAME_SIZE - 1;
@@ -18,7 +20,6 @@ export const HEADER_OFFSET = {
   magic: 0,
   version: 8,
   slot_count: 12,
-  reserved: 16,
 } as const;
 
 export const SLOT_OFFSET = {
@@ -29,9 +30,9 @@ export const SLOT_OFFSET = {
   active: 20,
   heartbeat_us: 24,
   busy_ppm: 32,
-  owner_pid: 36,
-  name: 40,
-  reserved: 88,
+  name: 36,
+  /** Tail padding of opencoti's slot: 0 (a peer that does not write it) means "pid itself". */
+  owner_pid: 84,
 } as const;
 
 export function slotOffset(index: number): number {

@@ -35,6 +35,7 @@ export interface SlotRecord {
   readonly heartbeatUs: number;
   /** Clamped to [0, 1e6]. */
   readonly busyPpm: number;
+  /** The process writing the slot; `pid` when the stored owner_pid is 0. */
   readonly ownerPid: number;
   readonly name: string;
 }
@@ -66,8 +67,17 @@ export function sanitiseWeight(raw: number): { weight: number; sanitised: boolea
   return { weight: raw, sanitised: false };
 }
 
-/** The stored name up to its first NUL, invalid UTF-8 replaced by U+FFFD and control characters
- *  removed, so that it can be printed anywhere. */
+/** Unicode bidirectional controls (ALM, LRM, RLM, the embeddings and overrides, the isolates):
+ *  in a name they only serve to make it display as something else ("\u202eexe.gnp" as png.exe). */
+const BIDI_CONTROLS = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+/** Text written by someone else, made safe to show: bidi controls stripped. */
+export function stripBidiControls(text: string): string {
+  return text.replace(BIDI_CONTROLS, '');
+}
+
+/** The stored name up to its first NUL, invalid UTF-8 replaced by U+FFFD, control characters
+ *  replaced and bidi controls stripped, so that it can be printed anywhere and reads as it is. */
 export function decodeName(bytes: Uint8Array): string {
   let end = bytes.indexOf(0);
   if (end === -1) end = bytes.length;
@@ -77,11 +87,16 @@ export function decodeName(bytes: Uint8Array): string {
     const byte = bytes[i] ?? 0;
     if (byte < 0x20 || byte >= 0x7f) {
       const text = utf8.decode(bytes.subarray(0, end));
-      return text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, '\ufffd');
+      return stripBidiControls(text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, '\ufffd'));
     }
     ascii += String.fromCharCode(byte);
   }
   return ascii;
+}
+
+/** owner_pid lives in opencoti's tail padding: a peer that leaves it zero owns its own slot. */
+export function ownerPidOf(pid: number, storedOwnerPid: number): number {
+  return storedOwnerPid === 0 ? pid : storedOwnerPid;
 }
 
 /** A little-endian i64 as a Number (exact below 2^53, which every real µs timestamp is); cheaper
@@ -139,7 +154,7 @@ export function decodeSegment(bytes: Uint8Array, tornMask = 0): DecodedSegment {
       active: view.getUint32(base + SLOT_OFFSET.active, true) !== 0,
       heartbeatUs,
       busyPpm: Math.min(busyRaw, PPM),
-      ownerPid: view.getUint32(base + SLOT_OFFSET.owner_pid, true),
+      ownerPid: ownerPidOf(pid, view.getUint32(base + SLOT_OFFSET.owner_pid, true)),
       name: decodeName(bytes.subarray(base + SLOT_OFFSET.name, base + SLOT_OFFSET.name + NAME_SIZE)),
     });
   }

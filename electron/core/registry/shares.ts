@@ -1,41 +1,26 @@
 /**
- * Shares of the GPU among the alive, active peers: `w_i / Σ w_j`, then a floor of `min(10%, 1/n)`
- * by water-filling (peers under the floor are raised to it and the rest is split among the others
- * by weight, repeated until nobody is under). Weights 2,1,1 → 0.5, 0.25, 0.25.
+ * Shares of the GPU among the alive, active peers.
+ *
+ * - The share (what /gpu/peers, /props, /metrics, the UI and the tray show) is the plain ratio
+ *   `w_i / Σ w_j`: weights 2,1,1 → 50/25/25; 20:1 → 95.24/4.76. Weight is compute share.
+ * - The window share (what the TDM schedule gives each peer, as opencoti does) floors each share
+ *   at 10 % and renormalizes them all to sum 1: 20:1 → 90.50/9.50. The floor keeps a small peer's
+ *   wait between windows bounded; peers above it keep their proportions, and only past 10 active
+ *   peers does it make the ones under 10 % equal.
  */
-export const SHARE_FLOOR_MAX = 0.1;
-
-export function shareFloor(activeCount: number): number {
-  return activeCount <= 0 ? 0 : Math.min(SHARE_FLOOR_MAX, 1 / activeCount);
-}
+export const WINDOW_SHARE_FLOOR = 0.1;
 
 /** @param weights positive, finite weights (the codec sanitises them) of the active peers */
 export function computeShares(weights: readonly number[]): number[] {
-  const n = weights.length;
-  if (n === 0) return [];
-  const floor = shareFloor(n);
-  const shares = new Array<number>(n).fill(0);
-  const pinned = new Array<boolean>(n).fill(false);
-  let pinnedCount = 0;
-  for (;;) {
-    const mass = 1 - floor * pinnedCount;
-    let free = 0;
-    for (let i = 0; i < n; i++) if (!pinned[i]) free += weights[i] ?? 0;
-    let raised = 0;
-    for (let i = 0; i < n; i++) {
-      if (pinned[i]) continue;
-      const share = free > 0 ? (mass * (weights[i] ?? 0)) / free : 0;
-      // The tolerance keeps a peer that sits exactly on the floor from flapping on rounding.
-      if (share < floor - 1e-12) {
-        pinned[i] = true;
-        shares[i] = floor;
-        raised++;
-      } else {
-        shares[i] = share;
-      }
-    }
-    if (raised === 0) return shares;
-    pinnedCount += raised;
-    if (pinnedCount === n) return shares.fill(1 / n);
-  }
+  const total = weights.reduce((sum, weight) => sum + weight, 0);
+  if (!(total > 0)) return weights.map(() => 0);
+  return weights.map((weight) => weight / total);
+}
+
+/** @param shares the plain shares of the active peers (they sum to 1) */
+export function windowShares(shares: readonly number[]): number[] {
+  const floored = shares.map((share) => Math.max(WINDOW_SHARE_FLOOR, share));
+  const total = floored.reduce((sum, share) => sum + share, 0);
+  if (!(total > 0)) return shares.map(() => 0);
+  return floored.map((share) => share / total);
 }

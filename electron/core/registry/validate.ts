@@ -3,7 +3,7 @@
  * check returns the value or a message that names what was wrong; callers prefix the flag.
  */
 import { GPU_KEY_MAX, GPU_KEY_PATTERN, NAME_MAX_BYTES } from './abi.js';
-import { MAX_WEIGHT, MIN_WEIGHT } from './codec.js';
+import { MAX_WEIGHT, MIN_WEIGHT, stripBidiControls } from './codec.js';
 
 export type Checked<T> = { ok: true; value: T } | { ok: false; message: string };
 
@@ -28,6 +28,7 @@ export function checkName(raw: string): Checked<string> {
   if (bytes === 0) return { ok: false, message: 'must not be empty' };
   if (bytes > NAME_MAX_BYTES) return { ok: false, message: `must be at most ${NAME_MAX_BYTES} bytes of UTF-8 (got ${bytes})` };
   if (/[\u0000-\u001f\u007f]/.test(raw)) return { ok: false, message: 'must not contain control characters' };
+  if (stripBidiControls(raw) !== raw) return { ok: false, message: 'must not contain Unicode bidirectional controls (they make a name display as another)' };
   return { ok: true, value: raw };
 }
 

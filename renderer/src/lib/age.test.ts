@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ageLevel, DEPARTED_VISIBLE_MS, expireRows, markAgedOut, reconcileRows, rowOpacity } from './age.js';
+import { ageLevel, ageOutInMs, CRASHED_VISIBLE_MS, DEPARTED_VISIBLE_MS, expireRows, markAgedOut, reconcileRows, rowOpacity } from './age.js';
 import { peerRow } from '../test/fixtures.js';
 
 describe('heartbeat age', () => {
@@ -70,5 +70,30 @@ describe('reconcileRows', () => {
     const second = reconcileRows(first.rows, [taken], 10);
     expect(second.rows.map((r) => r.peer.pid)).toEqual([21]);
     expect(second.departures).toEqual([]);
+  });
+});
+
+describe('crashes and age-out countdowns', () => {
+  it('counts down to the 3 s age-out once a heartbeat is late, and not before', () => {
+    expect(ageOutInMs(400)).toBeNull();
+    expect(ageOutInMs(1000)).toBeNull();
+    expect(ageOutInMs(1400)).toBe(1600);
+    expect(ageOutInMs(2900)).toBe(100);
+    expect(ageOutInMs(3000)).toBeNull();
+  });
+
+  it('a managed peer whose engine crashed departs as crashed (fresh heartbeat or not) and stays long enough to restart it', () => {
+    const mine = peerRow({ slot: 1, pid: 30, name: 'coder', engineId: 'coder-1', sharePct: 50, active: true, heartbeatAgeMs: 200 });
+    const first = reconcileRows([], [mine], 1000, [{ id: 'coder-1', state: 'running' }]);
+    const gone = reconcileRows(first.rows, [], 1200, [{ id: 'coder-1', state: 'crashed' }]);
+    expect(gone.departures).toEqual([{ slot: 1, pid: 30, name: 'coder', atMs: 1200, how: 'crashed' }]);
+    expect(gone.rows[0]?.departedHow).toBe('crashed');
+    expect(gone.rows[0]?.peer.sharePct).toBe(0);
+    // Still there long after an aged-out row would have gone, until CRASHED_VISIBLE_MS.
+    expect(expireRows(gone.rows, 1200 + DEPARTED_VISIBLE_MS + 1000)).toHaveLength(1);
+    expect(expireRows(gone.rows, 1200 + CRASHED_VISIBLE_MS)).toHaveLength(0);
+    // Stopped (not crashed) and fresh: it simply left.
+    const stopped = reconcileRows(first.rows, [], 1200, [{ id: 'coder-1', state: 'stopped' }]);
+    expect(stopped.departures[0]?.how).toBe('left');
   });
 });

@@ -4,13 +4,15 @@
  * 2 s: likely stopped), fades the row at 3 s, and keeps a departed row on screen briefly with an
  * "aged out" notice so that a peer does not just vanish.
  */
-import type { PeerRow } from '../../../electron/core/contract.js';
+import type { EngineView, PeerRow } from '../../../electron/core/contract.js';
 
 export const AGE_AMBER_MS = 1000;
 export const AGE_RED_MS = 2000;
 export const AGE_DEAD_MS = 3000;
 /** How long a departed row stays (faded) with its notice. */
 export const DEPARTED_VISIBLE_MS = 5000;
+/** How long the row of an engine of ours that crashed stays, with its Restart button. */
+export const CRASHED_VISIBLE_MS = 120_000;
 
 export type AgeLevel = 'fresh' | 'amber' | 'red' | 'dead';
 
@@ -44,6 +46,8 @@ export function ageTitle(ageMs: number): string {
 export const peerIdentity = (peer: Pick<PeerRow, 'slot' | 'pid'>): string => `${peer.slot}:${peer.pid}`;
 
 export type DepartureKind =
+  /** An engine GPU Share started died: the supervisor saw it exit and freed its slot at once. */
+  | 'crashed'
   /** Its heartbeat stopped: the registry reaped it after 3 s (killed, hung, stopped past 3 s). */
   | 'aged-out'
   /** It left while its heartbeat was fresh: a clean exit. */
@@ -64,13 +68,29 @@ export interface Departure {
   how: DepartureKind;
 }
 
+/** Milliseconds until the registry reaps a peer whose heartbeat is this old, once it is late
+ *  (amber or red); null while it is on time or already gone. */
+export function ageOutInMs(ageMs: number): number | null {
+  const level = ageLevel(ageMs);
+  return level === 'amber' || level === 'red' ? AGE_DEAD_MS - ageMs : null;
+}
+
+const visibleFor = (how: DepartureKind): number => (how === 'crashed' ? CRASHED_VISIBLE_MS : DEPARTED_VISIBLE_MS);
+
 /**
  * The rows to show after a new registry view: present peers as they are now, departed ones kept
  * (faded, with their last figures) for DEPARTED_VISIBLE_MS, in slot order. A peer that vanishes
- * with a late heartbeat (past 2 s) aged out; one that vanishes with a fresh heartbeat left. A slot
- * taken over by a new pid shows the new peer only.
+ * while the engine of ours behind it has crashed crashed (kept CRASHED_VISIBLE_MS, for its Restart
+ * button); otherwise one that vanishes with a late heartbeat (past 2 s) aged out, and one that
+ * vanishes with a fresh heartbeat left. A slot taken over by a new pid shows the new peer only.
  */
-export function reconcileRows(previous: readonly DisplayRow[], current: readonly PeerRow[], nowMs: number): { rows: DisplayRow[]; departures: Departure[] } {
+export function reconcileRows(
+  previous: readonly DisplayRow[],
+  current: readonly PeerRow[],
+  nowMs: number,
+  engines: readonly Pick<EngineView, 'id' | 'state'>[] = [],
+): { rows: DisplayRow[]; departures: Departure[] } {
+  const crashed = new Set(engines.filter((engine) => engine.state === 'crashed').map((engine) => engine.id));
   const present = new Set(current.map(peerIdentity));
   const occupiedSlots = new Set(current.map((peer) => peer.slot));
   const rows: DisplayRow[] = current.map((peer) => ({ peer, departedAtMs: null, departedHow: null }));
@@ -79,9 +99,10 @@ export function reconcileRows(previous: readonly DisplayRow[], current: readonly
     if (present.has(peerIdentity(row.peer))) continue;
     if (occupiedSlots.has(row.peer.slot)) continue;
     const departedAtMs = row.departedAtMs ?? nowMs;
-    const departedHow = row.departedHow ?? (row.peer.heartbeatAgeMs > AGE_RED_MS ? 'aged-out' : 'left');
+    const departedHow =
+      row.departedHow ?? (row.peer.engineId !== null && crashed.has(row.peer.engineId) ? 'crashed' : row.peer.heartbeatAgeMs > AGE_RED_MS ? 'aged-out' : 'left');
     if (row.departedAtMs === null) departures.push({ slot: row.peer.slot, pid: row.peer.pid, name: row.peer.name, atMs: nowMs, how: departedHow });
-    if (nowMs - departedAtMs < DEPARTED_VISIBLE_MS) rows.push({ peer: { ...row.peer, active: false, sharePct: 0 }, departedAtMs, departedHow });
+    if (nowMs - departedAtMs < visibleFor(departedHow)) rows.push({ peer: { ...row.peer, active: false, sharePct: 0 }, departedAtMs, departedHow });
   }
   rows.sort((a, b) => a.peer.slot - b.peer.slot);
   return { rows, departures };
@@ -96,5 +117,5 @@ export function markAgedOut(rows: readonly DisplayRow[], slot: number, pid: numb
 
 /** Departed rows whose notice has run its time: drop them without a new registry view. */
 export function expireRows(rows: readonly DisplayRow[], nowMs: number): DisplayRow[] {
-  return rows.filter((row) => row.departedAtMs === null || nowMs - row.departedAtMs < DEPARTED_VISIBLE_MS);
+  return rows.filter((row) => row.departedAtMs === null || row.departedHow === null || nowMs - row.departedAtMs < visibleFor(row.departedHow));
 }

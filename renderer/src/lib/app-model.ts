@@ -84,7 +84,7 @@ function foldState(model: AppModel, state: AppState, stamp: Stamp): AppModel {
     const kept = last !== undefined && last.wallUs > state.wallUs ? [] : previous.filter((s) => s.wallUs >= state.wallUs - HISTORY_US);
     history[device.key] = [...kept, sample];
 
-    const reconciled = reconcileRows(model.rows[device.key] ?? [], device.peers, stamp.wallMs);
+    const reconciled = reconcileRows(model.rows[device.key] ?? [], device.peers, stamp.wallMs, state.engines);
     rows[device.key] = reconciled.rows;
     for (const departure of reconciled.departures) {
       if (departure.how !== 'aged-out') continue;

@@ -27,6 +27,27 @@ export function exitWords(engine: Pick<EngineView, 'exitCode' | 'exitSignal'>): 
   return 'no exit status';
 }
 
+/** What ended an engine, short: "SIGKILL", "exit code 3". */
+export function exitCause(engine: Pick<EngineView, 'exitCode' | 'exitSignal'>): string {
+  if (engine.exitSignal !== null) return engine.exitSignal;
+  if (engine.exitCode !== null) return `exit code ${engine.exitCode}`;
+  return 'no exit status';
+}
+
+/** How long ago, for a state that just happened: "0.4 s ago", "12 s ago", "3 min ago". */
+export function agoWords(ms: number): string {
+  const clamped = Math.max(0, Number.isFinite(ms) ? ms : 0);
+  if (clamped < 10_000) return `${(clamped / 1000).toFixed(1)} s ago`;
+  if (clamped < 120_000) return `${Math.round(clamped / 1000)} s ago`;
+  return `${Math.round(clamped / 60_000)} min ago`;
+}
+
+/** A Peers row of an engine of ours that died: "crashed (SIGKILL) · 0.4 s ago". */
+export function crashWords(engine: Pick<EngineView, 'exitCode' | 'exitSignal' | 'exitedAtUs'>, nowMs: number): string {
+  const when = engine.exitedAtUs === null ? '' : ` · ${agoWords(nowMs - engine.exitedAtUs / 1000)}`;
+  return `crashed (${exitCause(engine)})${when}`;
+}
+
 /**
  * @param planning a plan request for this profile is in flight
  * @param progressPct the newest `progress` event for the engine, if any (fresher than the view)

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { peerColour, slotHue, SLOT_COUNT } from './colors.js';
 import { backoffDelayMs } from './connection.js';
-import { canKill, canStop, cardState, engineForProfile } from './engine-state.js';
+import { agoWords, canKill, canStop, cardState, crashWords, engineForProfile } from './engine-state.js';
 import { pacingSummary, pressureTone, shareSegments } from './pacing.js';
 import { takeToken, tokenFromFragment, TOKEN_STORAGE_KEY } from './token.js';
 import { viewForShortcut, viewFromHash } from './views.js';
@@ -122,5 +122,16 @@ describe('views', () => {
     expect(viewForShortcut({ altKey: true, ctrlKey: false, metaKey: false, key: '4' })).toBe('gpu');
     expect(viewForShortcut({ altKey: false, ctrlKey: false, metaKey: false, key: '4' })).toBeNull();
     expect(viewForShortcut({ altKey: true, ctrlKey: false, metaKey: false, key: '9' })).toBeNull();
+  });
+});
+
+describe('crash words', () => {
+  it('says what killed it and how long ago', () => {
+    const exitedAtUs = 1_700_000_000_000_000;
+    expect(crashWords(engineView({ state: 'crashed', exitSignal: 'SIGKILL', exitedAtUs }), exitedAtUs / 1000 + 400)).toBe('crashed (SIGKILL) · 0.4 s ago');
+    expect(crashWords(engineView({ state: 'crashed', exitCode: 3, exitedAtUs }), exitedAtUs / 1000 + 42_000)).toBe('crashed (exit code 3) · 42 s ago');
+    expect(crashWords(engineView({ state: 'crashed', exitCode: 3, exitedAtUs: null }), 0)).toBe('crashed (exit code 3)');
+    expect(agoWords(-5)).toBe('0.0 s ago');
+    expect(agoWords(180_000)).toBe('3 min ago');
   });
 });

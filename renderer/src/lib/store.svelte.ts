@@ -22,6 +22,10 @@ export class DashboardStore {
   loadError: string | null = $state(null);
   /** Model file → the planner's estimate (file size on the cards), fetched once each. */
   estimates: Record<string, ModelEstimateView | { error: string }> = $state.raw({});
+  /** The renderer's wall clock, ms, ticking every TICK_MS: for "0.4 s ago" and countdowns. */
+  nowMs: number = $state(Date.now());
+  /** When the last state arrived (wall ms); null before the first. */
+  lastStateAtMs: number | null = $state(null);
 
   readonly api: GpuShareApi;
   readonly shell: ShellExtras | null;
@@ -56,7 +60,8 @@ export class DashboardStore {
       previous = status.state;
     });
     const timer = setInterval(() => {
-      const next = tick(this.model, Date.now());
+      this.nowMs = Date.now();
+      const next = tick(this.model, this.nowMs);
       if (next !== this.model) this.model = next;
     }, TICK_MS);
     return () => {
@@ -79,7 +84,14 @@ export class DashboardStore {
   }
 
   apply(event: AppEvent): void {
-    this.model = applyEvent(this.model, event, { wallMs: Date.now(), perfMs: performance.now() });
+    const wallMs = Date.now();
+    this.model = applyEvent(this.model, event, { wallMs, perfMs: performance.now() });
+    if (event.type === 'state') this.lastStateAtMs = wallMs;
+  }
+
+  /** The server or app core is gone: every control is off and the data is stale. */
+  get offline(): boolean {
+    return this.connection.state === 'lost';
   }
 
   get devices(): DeviceView[] {

@@ -49,6 +49,7 @@ export function engineView(overrides: Partial<EngineView> = {}): EngineView {
     port: 8081,
     exitCode: null,
     exitSignal: null,
+    exitedAtUs: null,
     weight: 1,
     gpuKey: 'GPU-1234',
     slot: 0,
