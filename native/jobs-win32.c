@@ -10,7 +10,7 @@
  * (the supervisor exits, or is killed), Windows terminates every member, so none outlives it.
  */
 #if defined(_WIN32)
-#include "gpushare.h"
+#include "jobs-win32.h"
 
 #define WIN32_LEAN_AND_MEAN
 #include <windows.h>

@@ -123,8 +123,8 @@ describe('pacer with real processes', () => {
     // A heavy cooperative peer (weight 9) keeps the paced engine outside its window 90% of the time.
     start([BURN_ENGINE, '--mode', 'coop', '--gpu-key', k, '--weight', '9', '--iterations', String(iterations), '--duration-s', '30']);
     const supervisor = start([CLI, 'run', '--gpu-key', k, '--weight', '1', '--', process.execPath, BURN_ENGINE, '--mode', 'unaware', '--iterations', String(iterations), '--duration-s', '30']);
-    // Its children: the watchdog and the engine.
-    const engine = await until(() => childrenOf(supervisor.pid ?? 0).find((pid) => commandLineOf(pid).includes(BURN_ENGINE)), 5_000, 'the paced engine');
+    // Its children: the watchdog and the engine (each names `run`'s command line until it execs).
+    const engine = await until(() => childrenOf(supervisor.pid ?? 0).find((pid) => commandLineOf(pid).startsWith(`${process.execPath}\0${BURN_ENGINE}`)), 5_000, 'the paced engine');
     await until(() => procState(engine) === 'T', 10_000, 'the engine to be suspended', 1);
     supervisor.kill('SIGKILL');
     const killedAt = Date.now();
