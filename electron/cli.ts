@@ -147,18 +147,32 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
     .addOption(new Option('--priority <p>', 'interactive, background or lab').argParser(parser(oneOf(['interactive', 'background', 'lab'] as const))).default('interactive'))
     .option('--capability <name>', 'the capability the model would serve', 'chat')
     .addOption(new Option('--engine <kind>', 'engine kind').argParser(parser(oneOf(['builtin', 'llama-server', 'llamafile', 'opencoti-llamafile', 'command'] as const))).default('builtin'))
+    .addOption(new Option('--weight <w>', "weight the engine would join with (default: its priority's)").argParser(parser(checkWeight)))
     .option('--sim <file>', 'simulated telemetry from a JSON file (also $GPU_SHARE_SIM)')
     .addOption(new Option('--device <key>', 'plan for this device (default: the first one)').argParser(parser(checkGpuKey)))
     .option('--data-dir <dir>', 'where envelopes (measured peaks) are kept', defaultDataDir())
     .option('--json', 'print the PlacementPlan as JSON', false)
     .exitOverride()
     .action(
-      (opts: { model: string; ctx: number; gpuLayers: number; priority: 'interactive' | 'background' | 'lab'; capability: string; engine: string; sim?: string; device?: string; dataDir: string; json: boolean }) =>
+      (opts: { model: string; ctx: number; gpuLayers: number; priority: 'interactive' | 'background' | 'lab'; capability: string; engine: string; weight?: number; sim?: string; device?: string; dataDir: string; json: boolean }) =>
         run(async () => {
           const { runPlan } = await import('./core/commands/plan.js');
+          const { DEFAULT_WEIGHT_BY_PRIORITY } = await import('./core/engines/profiles.js');
           const helper = loadRegistryHelper();
           return runPlan(
-            { model: opts.model, contextSize: opts.ctx, gpuLayers: opts.gpuLayers, priority: opts.priority, capability: opts.capability, engineKind: opts.engine, simFile: opts.sim, deviceKey: opts.device, dataDir: opts.dataDir, json: opts.json },
+            {
+              model: opts.model,
+              contextSize: opts.ctx,
+              gpuLayers: opts.gpuLayers,
+              priority: opts.priority,
+              capability: opts.capability,
+              engineKind: opts.engine,
+              weight: opts.weight ?? DEFAULT_WEIGHT_BY_PRIORITY[opts.priority],
+              simFile: opts.sim,
+              deviceKey: opts.device,
+              dataDir: opts.dataDir,
+              json: opts.json,
+            },
             processIo,
             systemClock(() => helper.wallUs()),
           );
@@ -202,9 +216,9 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
     .addOption(new Option('--port <port>', 'API port (default: the settings\' port, 7787; 0 picks a free one)').argParser(parser(wholeNumber(0, 65_535))))
     .option('--sim <file>', 'simulated telemetry from a JSON file (also $GPU_SHARE_SIM)')
     .option('--data-dir <dir>', 'settings, profiles, envelopes and the API token', defaultDataDir())
-    .addOption(new Option('--queue-limit <n>', 'gateway requests that may wait at once; more get 429').argParser(parser(wholeNumber(1, 100_000))).default(64))
+    .addOption(new Option('--queue-limit <n>', "gateway requests that may wait at once, more get 429 (default: the policy's, 32; an override is recorded in the policy's revision)").argParser(parser(wholeNumber(1, 100_000))))
     .exitOverride()
-    .action((opts: { port?: number; sim?: string; dataDir: string; queueLimit: number }) =>
+    .action((opts: { port?: number; sim?: string; dataDir: string; queueLimit?: number }) =>
       run(async () => (await import('./core/commands/serve.js')).runServe({ port: opts.port ?? null, simFile: opts.sim, dataDir: opts.dataDir, launchers, queueLimit: opts.queueLimit }, processIo, loadRegistryHelper())),
     );
 

@@ -4,6 +4,7 @@
  */
 import type { RegistryHelper } from '../../native/helper.js';
 import type { GpuShareApi, AppState, EngineView, Profile } from './contract.js';
+import type { PlannerPolicy } from './planner/policy.js';
 import type { GpuPeersView } from './registry/view.js';
 import type { SpawnRequest, SpawnedProcess } from './engines/supervisor.js';
 import type { SettingsStore } from './settings.js';
@@ -29,6 +30,8 @@ export interface CoreOptions {
   spawn?: (request: SpawnRequest) => SpawnedProcess;
   /** Lines for the log (telemetry choice, engine crashes); default stderr. */
   log?: (line: string) => void;
+  /** The planner's policy: m10-v1 unless an operator override is given (withQueueDepth). */
+  policy?: PlannerPolicy;
 }
 
 export interface GatewayView {
@@ -46,6 +49,8 @@ export interface Core extends GpuShareApi {
   profileList(): Profile[];
   readonly settings: SettingsStore;
   readonly dataDir: string;
+  /** The one versioned policy the planner and the gateway's queue follow. */
+  readonly policy: PlannerPolicy;
   /** The registry issue's `/gpu/peers` object for a device (the first device by default). */
   peersView(gpuKey?: string): GpuPeersView;
   /** The gateway's queue figures for the state, and which engines it is serving a request on

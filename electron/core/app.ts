@@ -5,6 +5,7 @@
  * the object it returns.
  */
 import { statSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { systemClock, type Clock } from './clock.js';
 import {
@@ -37,7 +38,7 @@ import { EnvelopeStore } from './planner/envelopes.js';
 import { modelPeak } from './planner/estimate.js';
 import { PlanHistory } from './planner/history.js';
 import { LeaseBook } from './planner/leases.js';
-import { dynamicReserveBytes, POLICY_M10_V1 } from './planner/policy.js';
+import { dynamicReserveBytes, POLICY_M10_V1, type PlannerPolicy } from './planner/policy.js';
 import { PressureTracker } from './planner/pressure.js';
 import { snapshotFromSample, usedFraction } from './planner/snapshot.js';
 import type { OperatorControls, PlacementPlan } from './planner/types.js';
@@ -80,6 +81,7 @@ export function toApiError(error: unknown): ApiError {
 class GpuShareCore implements Core {
   readonly settings: CoreOptions['settings'];
   readonly dataDir: string;
+  readonly policy: PlannerPolicy;
   private readonly sampler: TelemetrySampler;
   private readonly pressure = new Map<string, PressureTracker>();
   private readonly observer: RegistryObserver;
@@ -89,7 +91,7 @@ class GpuShareCore implements Core {
   private readonly profiles: ProfileStore;
   private readonly envelopes: EnvelopeStore;
   private readonly leases = new LeaseBook();
-  private readonly history = new PlanHistory(POLICY_M10_V1.historySize);
+  private readonly history: PlanHistory;
   private readonly supervisor: Supervisor;
   private readonly listeners = new Set<(event: AppEvent) => void>();
   private readonly gpuKey: string;
@@ -109,6 +111,8 @@ class GpuShareCore implements Core {
   ) {
     this.settings = options.settings;
     this.dataDir = options.dataDir;
+    this.policy = options.policy ?? POLICY_M10_V1;
+    this.history = new PlanHistory(this.policy.historySize);
     this.observer = new RegistryObserver(clock, true);
     this.profiles = new ProfileStore({ dataDir: options.dataDir });
     if (this.profiles.loadProblem !== null) log(`profiles: ${this.profiles.loadProblem.message}; the file was kept as ${this.profiles.loadProblem.backup}`);
@@ -124,10 +128,21 @@ class GpuShareCore implements Core {
     this.gpuKey = this.sampler.all()[0]?.key ?? 'cpu-0';
     this.supervisor = new Supervisor({
       clock,
-      policy: POLICY_M10_V1,
+      policy: this.policy,
       leases: this.leases,
       envelopes: this.envelopes,
-      snapshot: () => snapshotFromSample({ nowUs: clock.wallUs(), sample: this.sampler.fresh(this.gpuKey, clock.wallUs()), pressure: this.pressureOf(this.gpuKey).level, controls: this.controls() }),
+      // The latest sample however old: the planner tells a stale one (TELEMETRY_STALE, with its
+      // age) from none at all (TELEMETRY_MISSING).
+      snapshot: () =>
+        snapshotFromSample({
+          nowUs: clock.wallUs(),
+          node: hostname(),
+          gpuKey: this.gpuKey,
+          sample: this.sampler.latest(this.gpuKey),
+          pressure: this.pressureOf(this.gpuKey).level,
+          controls: this.controls(),
+          queueDepth: this.gateway.depth,
+        }),
       spawn: options.spawn ?? spawnEngineProcess,
       launchers: options.launchers,
       gpuKey: this.gpuKey,
@@ -349,13 +364,13 @@ class GpuShareCore implements Core {
   }
 
   private policyView(settings: Settings = this.settings.get()): PolicyView {
-    return { labPaused: settings.labPaused, draining: settings.draining, idleUnloadMinutes: settings.idleUnloadMinutes, revision: POLICY_M10_V1.revision };
+    return { labPaused: settings.labPaused, draining: settings.draining, idleUnloadMinutes: settings.idleUnloadMinutes, revision: this.policy.revision };
   }
 
   private pressureOf(key: string): PressureTracker {
     let tracker = this.pressure.get(key);
     if (tracker === undefined) {
-      tracker = new PressureTracker(POLICY_M10_V1);
+      tracker = new PressureTracker(this.policy);
       this.pressure.set(key, tracker);
     }
     return tracker;
@@ -534,7 +549,7 @@ class GpuShareCore implements Core {
     });
     const managed = engineBytes.reduce((sum, e) => sum + e.bytes, 0);
     const leaseBytes = this.leases.active(sample.sampledAtUs).reduce((sum, l) => sum + Math.max(0, l.reservedBytes - l.materializedBytes), 0);
-    const reserveBytes = dynamicReserveBytes(sample.totalBytes, POLICY_M10_V1);
+    const reserveBytes = dynamicReserveBytes(sample.totalBytes, this.policy);
     const physicalUsed = Math.max(sample.usedBytes, managed);
     return {
       totalBytes: sample.totalBytes,

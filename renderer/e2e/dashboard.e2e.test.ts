@@ -8,7 +8,7 @@
  * Needs `npm run build:ts` and `npm run build:renderer` first (it runs the built CLI and serves
  * the built dashboard); skipped, saying why, when those or Chromium are missing.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,6 +23,10 @@ import { removeSegment } from '../../test/fixtures/segments.js';
 import { call, startServe, state, until, type Served } from '../../test/fixtures/serve.js';
 import type { GpuPeersView } from '../../electron/core/registry/view.js';
 import { SLIDER_STEPS, stepWeight, weightToPosition } from '../src/lib/weight.js';
+import { loadRegistryHelper } from '../../native/helper.js';
+import { systemClock } from '../../electron/core/clock.js';
+import { RegistryMember, startHeartbeat } from '../../electron/core/registry/member.js';
+import { RegistrySegment } from '../../electron/core/registry/segment.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
@@ -159,7 +163,7 @@ describe.skipIf(missing.length > 0)(`dashboard in Chromium against gpu-share ser
     const stepped = stepWeight(peer.weight, 'ArrowUp');
     await until(async () => ((await peerNamed('tiny'))?.weight === stepped ? true : undefined), 5_000, `weight ${stepped} in the registry`);
     await page.keyboard.press('Home');
-    await until(async () => ((await peerNamed('tiny'))?.weight === 0.1 ? true : undefined), 5_000, 'weight 0.1 in the registry');
+    await until(async () => ((await peerNamed('tiny'))?.weight === 0.01 ? true : undefined), 5_000, 'weight 0.01 (the bottom of the range) in the registry');
 
     const field = row.getByTestId('weight-input');
     await field.fill('250');
@@ -169,6 +173,41 @@ describe.skipIf(missing.length > 0)(`dashboard in Chromium against gpu-share ser
     await field.press('Enter');
     await until(async () => ((await peerNamed('tiny'))?.weight === 2.5 ? true : undefined), 5_000, 'weight 2.5 in the registry');
     await expect.poll(() => slider.getAttribute('data-weight')).toBe('2.5');
+  }, 30_000);
+
+  it('one weight range, 0.01–100, from the number box through the API and the registry to the CLI and back to the slider', async () => {
+    const peer = await until(() => peerNamed('tiny'), 5_000, 'the tiny engine');
+    const row = page.locator(`[data-testid="peer-row"][data-slot="${peer.slot}"]`);
+    const slider = row.getByTestId('weight-slider');
+    const field = row.getByTestId('weight-input');
+    // The slider marks the tray's presets.
+    const marks = await page.locator('datalist#weight-marks option').evaluateAll((options) => options.map((o) => o.getAttribute('label')));
+    expect(marks).toEqual(['0.25', '0.5', '1', '2', '4']);
+    expect(await slider.getAttribute('list')).toBe('weight-marks');
+    // 50 typed in the box: the registry, /gpu/peers and `gpu-share peers` say 50, and the slider
+    // sits where 50 is, short of its end (it used to pin at 10).
+    await field.fill('50');
+    await field.press('Enter');
+    await until(async () => ((await peerNamed('tiny'))?.weight === 50 ? true : undefined), 5_000, 'weight 50 in the registry');
+    const cli = spawnSync(process.execPath, [CLI, 'peers', '--gpu-key', KEY, '--json'], { encoding: 'utf8' });
+    const listed = JSON.parse(cli.stdout) as GpuPeersView;
+    expect([...(listed.self === null ? [] : [listed.self]), ...listed.peers].find((p) => p.pid === peer.pid)?.weight).toBe(50);
+    await expect.poll(() => slider.inputValue()).toBe(String(weightToPosition(50)));
+    expect(weightToPosition(50)).toBeLessThan(SLIDER_STEPS);
+    // Set through the API at the range's ends: the slider and the box follow.
+    const engineId = peer.engineId ?? '';
+    expect((await call(server(), 'PUT', `/api/engines/${engineId}/weight`, { weight: 100 })).status).toBe(200);
+    await expect.poll(() => slider.inputValue(), { timeout: 5_000 }).toBe(String(SLIDER_STEPS));
+    expect(await field.inputValue()).toBe('100');
+    expect((await call(server(), 'PUT', `/api/engines/${engineId}/weight`, { weight: 0.01 })).status).toBe(200);
+    await expect.poll(() => slider.inputValue(), { timeout: 5_000 }).toBe('0');
+    expect(await field.inputValue()).toBe('0.01');
+    // Outside the range: refused by the API and by the CLI alike.
+    expect((await call(server(), 'PUT', `/api/engines/${engineId}/weight`, { weight: 150 })).status).toBe(400);
+    expect(spawnSync(process.execPath, [CLI, 'join', '--gpu-key', KEY, '--weight', '150'], { encoding: 'utf8' }).status).toBe(2);
+    await field.fill('2.5');
+    await field.press('Enter');
+    await until(async () => ((await peerNamed('tiny'))?.weight === 2.5 ? true : undefined), 5_000, 'weight 2.5 again');
   }, 30_000);
 
   it('draws on the timeline the windows /api/state schedules, at a usable frame rate', async () => {
@@ -214,7 +253,9 @@ describe.skipIf(missing.length > 0)(`dashboard in Chromium against gpu-share ser
     const lane = drawn.lanes.findIndex((l) => l.name === 'burner-a');
     const box = await canvas.boundingBox();
     if (box === null || lane < 0) throw new Error('no canvas or lane');
-    const y = box.y + lane * 68 + 20;
+    const laneBox = drawn.lanes[lane];
+    if (laneBox === undefined) throw new Error('no lane box');
+    const y = box.y + laneBox.top + laneBox.height / 2;
     let tip: string | null = null;
     for (let x = box.x + box.width - 2; x > box.x + box.width - 80 && tip === null; x -= 3) {
       await page.mouse.move(x, y);
@@ -236,7 +277,7 @@ describe.skipIf(missing.length > 0)(`dashboard in Chromium against gpu-share ser
     const slider = row.getByTestId('weight-slider');
     const box = await slider.boundingBox();
     if (box === null) throw new Error('no slider');
-    // Grab the thumb where the current weight puts it, drag it to the right end (weight 10).
+    // Grab the thumb where the current weight puts it, drag it to the right end (weight 100).
     const from = box.x + (box.width * weightToPosition(before.weight)) / SLIDER_STEPS;
     await page.mouse.move(from, box.y + box.height / 2);
     await page.mouse.down();
@@ -246,10 +287,10 @@ describe.skipIf(missing.length > 0)(`dashboard in Chromium against gpu-share ser
     const after = await until(
       async () => {
         const peer = (await call<GpuPeersView>(server(), 'GET', `/gpu/peers?gpu_key=${KEY}`, undefined, null)).body.peers.find((p) => p.pid === before.pid);
-        return peer !== undefined && peer.weight === 10 ? peer : undefined;
+        return peer !== undefined && peer.weight === 100 ? peer : undefined;
       },
       2_000,
-      'weight 10 in /gpu/peers',
+      'weight 100 in /gpu/peers',
       20,
     );
     expect(Date.now() - released).toBeLessThan(1_000);
@@ -271,6 +312,81 @@ describe.skipIf(missing.length > 0)(`dashboard in Chromium against gpu-share ser
     console.info(`timeline with 4 peers: ${fps} fps`);
     expect(fps).toBeGreaterThanOrEqual(50);
   }, 60_000);
+
+  it('sizes the timeline to its card at 800×600, 1280×800 and 1920×1080, with a labelled time axis, zoom and pause', async () => {
+    await page.getByTestId('nav-timeline').click();
+    const canvas = page.getByTestId('timeline-canvas');
+    const frame = page.getByTestId('timeline-frame');
+    for (const [width, height] of [[800, 600], [1280, 800], [1920, 1080]] as const) {
+      await page.setViewportSize({ width, height });
+      // A fresh debug view drawn at this size (it is written once a second).
+      const since = await page.evaluate(() => performance.now());
+      const drawn = await until(async () => {
+        const model = await page.evaluate(() => window.__gpuShareTimeline ?? null);
+        return model !== null && model.drawnAtMs > since + 100 ? model : undefined;
+      }, 5_000, `the timeline drawn at ${width}×${height}`, 100);
+      const c = await canvas.boundingBox();
+      const f = await frame.boundingBox();
+      if (c === null || f === null) throw new Error('no canvas or frame');
+      const where = `${width}×${height}: canvas ${JSON.stringify(c)} in frame ${JSON.stringify(f)}`;
+      expect(c.x, where).toBeGreaterThanOrEqual(f.x);
+      expect(c.y, where).toBeGreaterThanOrEqual(f.y);
+      expect(c.x + c.width, where).toBeLessThanOrEqual(f.x + f.width + 0.5);
+      expect(c.y + c.height, where).toBeLessThanOrEqual(f.y + f.height + 0.5);
+      expect(c.width, where).toBeGreaterThan(f.width * 0.6);
+      // The frame stays on the page (no 2:1 box running below it).
+      expect(f.y + f.height, where).toBeLessThanOrEqual(height);
+      // Drawn at the canvas's own size and pixel ratio; nothing below the lanes but the axis.
+      expect(Math.abs(drawn.width - c.width), where).toBeLessThanOrEqual(1);
+      expect(Math.abs(drawn.height - c.height), where).toBeLessThanOrEqual(1);
+      const bitmap = await canvas.evaluate((el: HTMLCanvasElement) => ({ w: el.width, h: el.height, css: el.clientWidth, ratio: window.devicePixelRatio }));
+      expect(bitmap.w).toBe(Math.round(bitmap.css * bitmap.ratio));
+      expect(drawn.drawnBottom, where).toBeLessThanOrEqual(drawn.lanesBottom + 0.01);
+      expect(drawn.lanesBottom, where).toBeLessThan(drawn.height);
+      expect(drawn.ticks[0]).toBe('−10 s');
+      expect(drawn.ticks.at(-1)).toBe('now');
+    }
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.getByTestId('timeline-zoom-2').click();
+    await until(async () => ((await page.evaluate(() => window.__gpuShareTimeline?.spanUs)) === 2_000_000 ? true : undefined), 3_000, 'the 2 s zoom', 100);
+    expect((await page.evaluate(() => window.__gpuShareTimeline?.ticks))?.[0]).toBe('−2 s');
+    await page.getByTestId('timeline-pause').click();
+    // Debug views are written once a second: the one after the next is surely paused.
+    await page.waitForTimeout(1_200);
+    const held = await page.evaluate(() => window.__gpuShareTimeline ?? null);
+    await page.waitForTimeout(1_200);
+    const later = await page.evaluate(() => window.__gpuShareTimeline ?? null);
+    expect(later?.drawnAtMs).toBeGreaterThan(held?.drawnAtMs ?? 0);
+    expect(later?.nowUs).toBe(held?.nowUs);
+    await page.getByTestId('timeline-pause').click();
+    await page.getByTestId('timeline-zoom-10').click();
+  }, 30_000);
+
+  it('reports the timeline\'s frame rate with 16 peers', async () => {
+    const helper = loadRegistryHelper();
+    const segment = RegistrySegment.openForJoin(helper, KEY);
+    const clock = systemClock(() => helper.wallUs());
+    const extra = 16 - (await device()).peers.length;
+    const members = Array.from({ length: extra }, (_, i) => new RegistryMember(segment, clock, { pid: 4_000_000 + i, ownerPid: 4_000_000 + i, bootUs: clock.wallUs(), name: `extra-${i}`, weight: 0.25 * (1 + (i % 8)), active: true }));
+    for (const member of members) member.join();
+    const beats = members.map((member) => startHeartbeat(member, () => undefined));
+    try {
+      const full = await until(async () => {
+        const d = await device();
+        return d.peers.length === 16 && (d.schedule?.windows.length ?? 0) >= extra ? d : undefined;
+      }, 15_000, 'sixteen peers in the registry, the new ones scheduled');
+      await page.getByTestId('nav-timeline').click();
+      await page.waitForTimeout(2_500);
+      const drawn = await page.evaluate(() => window.__gpuShareTimeline ?? null);
+      expect(drawn?.lanes.length).toBe(16);
+      expect(drawn?.drawnBottom).toBeLessThanOrEqual((drawn?.lanesBottom ?? 0) + 0.01);
+      console.info(`timeline with 16 peers (${full.schedule?.windows.length ?? 0} active) at 1280×800: ${drawn?.fps ?? 0} fps`);
+    } finally {
+      for (const beat of beats) beat.stop();
+      for (const member of members) member.leave();
+      segment.close();
+    }
+  }, 40_000);
 
   it('an engine of ours killed with SIGKILL shows "crashed (SIGKILL)" with Restart within 1 s, and the others\' shares reflow at once', async () => {
     await page.getByTestId('nav-peers').click();
@@ -360,6 +476,11 @@ describe.skipIf(missing.length > 0)(`dashboard in Chromium against gpu-share ser
     const total = (await device()).vram?.totalBytes ?? 0;
     const segments = await bar.locator('[data-bytes]').evaluateAll((els) => els.map((el) => Number(el.getAttribute('data-bytes'))));
     expect(segments.length).toBeGreaterThanOrEqual(3);
+    // Every mark on the bar has its legend line; a GPU's memory is VRAM.
+    expect(await page.getByTestId('memory-title').textContent()).toBe('VRAM');
+    const marks = await bar.getByTestId('pressure-mark').count();
+    expect(marks).toBe(3);
+    expect((await bar.getByTestId('mark-legend').allTextContents()).map((text) => text.trim())).toEqual([expect.stringMatching(/^ELEVATED from \d+ % in use$/), expect.stringMatching(/^HIGH from/), expect.stringMatching(/^CRITICAL from/)]);
     expect(Math.abs(segments.reduce((a, b) => a + b, 0) - total)).toBeLessThan(1024 ** 2);
     expect(await page.getByTestId('plan-row').count()).toBeGreaterThanOrEqual(4);
     await page.getByTestId('plan-filter').selectOption('REJECT_HEALTH');
@@ -377,10 +498,38 @@ describe.skipIf(missing.length > 0)(`dashboard in Chromium against gpu-share ser
     await page.getByTestId('nav-settings').click();
     expect(await page.getByTestId('api-port').textContent()).toBe(String(server().port));
     expect(await page.getByTestId('api-token').textContent()).not.toContain(server().token);
-    await page.getByRole('button', { name: 'Show' }).click();
+    await page.getByRole('button', { name: 'Show', exact: true }).click();
     expect(await page.getByTestId('api-token').textContent()).toBe(server().token);
     expect(await page.getByTestId('policy-revision').textContent()).toContain('m10-v1');
   });
+
+  it('"Use it" in Settings and on a running engine: base URL, model id, the token masked until shown, and a curl line the gateway answers', async () => {
+    await page.getByTestId('nav-settings').click();
+    const panel = page.getByTestId('use-it');
+    expect(await panel.getByTestId('base-url').textContent()).toBe(`${server().base}/v1`);
+    await panel.getByTestId('model-id').selectOption('chat');
+    const masked = await panel.getByTestId('curl-line').textContent();
+    expect(masked).not.toContain(server().token);
+    expect(await panel.getByTestId('client-setup').textContent()).not.toContain(server().token);
+    await panel.getByTestId('reveal-token').click();
+    const curl = (await panel.getByTestId('curl-line').textContent()) ?? '';
+    expect(curl).toContain(`Bearer ${server().token}`);
+    expect(await panel.getByTestId('client-setup').textContent()).toContain(`api_key="${server().token}"`);
+    // The line as shown, run by a shell: the gateway answers it from the tiny engine.
+    const answered = spawnSync('sh', ['-c', curl], { encoding: 'utf8', timeout: 60_000 });
+    expect(answered.status, answered.stderr).toBe(0);
+    const reply = JSON.parse(answered.stdout) as { object?: string; choices?: { message?: { content?: string } }[] };
+    expect(reply.object).toBe('chat.completion');
+    expect(typeof reply.choices?.[0]?.message?.content).toBe('string');
+
+    await page.getByTestId('nav-models').click();
+    const card = page.locator('[data-testid="profile-card"][data-profile="tiny"]');
+    await card.getByTestId('use-it-open').click();
+    const mine = card.getByTestId('engine-use-it');
+    expect(await mine.getByTestId('model-id').textContent()).toBe('chat');
+    expect(await mine.getByTestId('curl-line').textContent()).toContain(`${server().base}/v1/chat/completions`);
+    expect(await mine.getByTestId('curl-line').textContent()).not.toContain(server().token);
+  }, 90_000);
 
   it('fits 800×600: every view without a page-wide horizontal scroll, the peers table included', async () => {
     await page.setViewportSize({ width: 800, height: 600 });

@@ -1,7 +1,7 @@
 /** `gpu-share plan` end to end: a generated GGUF, simulated telemetry, the real CLI. */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GiB } from '../../electron/core/planner/policy.js';
@@ -61,6 +61,21 @@ describe('gpu-share plan', () => {
     const r = plan(['--model', model, '--ctx', '256', '--priority', 'lab', '--sim', sim('pressure', [device(20 * GiB)]), '--json']);
     expect(r.code).toBe(3);
     expect(JSON.parse(r.stdout)).toMatchObject({ verdict: 'QUEUE', reasons: [{ code: 'PRESSURE_DEFERS_BACKGROUND', pressure: 'ELEVATED' }] });
+  });
+
+  it('gives the same fingerprint when run twice over the same file, and records the node and the accelerator', () => {
+    const file = sim('twice', [device(5 * GiB)]);
+    const runs = [1, 2].map(() => plan(['--model', model, '--ctx', '256', '--sim', file, '--json']));
+    const [first, second] = runs.map((r) => {
+      expect(r.code, r.stderr).toBe(0);
+      return JSON.parse(r.stdout) as { fingerprint: string; plannedAtUs: number; node: string; accelerator: unknown; queue: unknown; request: { weight: number } };
+    });
+    expect(second?.fingerprint).toBe(first?.fingerprint);
+    expect(second?.plannedAtUs).toBeGreaterThan(first?.plannedAtUs ?? Number.POSITIVE_INFINITY);
+    expect(first).toMatchObject({ node: hostname(), accelerator: { key: 'GPU-sim-0', name: 'Sim 24GB' }, queue: { depth: 0, maxDepth: 32 }, request: { weight: 3 } });
+    // Another weight is another input: another fingerprint (one byte of use: the unit tests).
+    const weighted = JSON.parse(plan(['--model', model, '--ctx', '256', '--weight', '2', '--sim', file, '--json']).stdout) as { fingerprint: string };
+    expect(weighted.fingerprint).not.toBe(first?.fingerprint);
   });
 
   it('names what is wrong with bad input', () => {

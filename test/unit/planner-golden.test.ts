@@ -32,6 +32,35 @@ const CASES: [string, PlanRequest, PlannerSnapshot][] = [
     snapshot({ device: device({ observedUsedBytes: 17 * GiB, processes: [{ pid: 4242, usedBytes: 15 * GiB }, { pid: 31, usedBytes: 2 * GiB }] }), residents: [resident('small', { pid: 31, busy: true })] }),
   ],
   ['queue-stale-telemetry', request(), snapshot({ device: device({ sampledAtUs: NOW - 4_200_000 }) })],
+  [
+    'evict-idle-engines-causing-critical-pressure',
+    request({ priority: 'lab', capability: 'lab' }),
+    snapshot({
+      pressure: 'CRITICAL',
+      device: device({ observedUsedBytes: 23.5 * GiB, processes: [{ pid: 51, usedBytes: 11.75 * GiB }, { pid: 52, usedBytes: 11.75 * GiB }] }),
+      residents: [resident('lab1', { pid: 51, priority: 'lab', idleSinceUs: NOW - 900_000_000 }), resident('lab2', { pid: 52, priority: 'lab', idleSinceUs: NOW - 300_000_000 })],
+    }),
+  ],
+  [
+    'reject-critical-pressure-no-eviction-relieves',
+    request({ peakBytes: 512 * MiB }),
+    snapshot({
+      pressure: 'CRITICAL',
+      device: device({ observedUsedBytes: 23.5 * GiB, processes: [{ pid: 51, usedBytes: 0.5 * GiB }, { pid: 4242, usedBytes: 23 * GiB }] }),
+      residents: [resident('lab1', { pid: 51, priority: 'lab', idleSinceUs: NOW - 900_000_000 })],
+    }),
+  ],
+  [
+    'queue-background-elevated-after-evictions',
+    request({ priority: 'background', peakBytes: 512 * MiB, capability: 'code' }),
+    snapshot({
+      pressure: 'HIGH',
+      queueDepth: 3,
+      device: device({ observedUsedBytes: 22 * GiB, processes: [{ pid: 51, usedBytes: 3 * GiB }, { pid: 4242, usedBytes: 19 * GiB }] }),
+      residents: [resident('lab1', { pid: 51, priority: 'lab', idleSinceUs: NOW - 900_000_000 })],
+    }),
+  ],
+  ['queue-missing-telemetry', request(), snapshot({ device: null, accelerator: { key: 'GPU-test', name: null } })],
   ['estimated-no-per-process-figures', request({ peakBytes: 3 * GiB, peakSource: 'ESTIMATED' }), snapshot({ device: device({ observedUsedBytes: 9 * GiB, processes: null }), residents: [resident('a', { pid: 41, envelopeBytes: 7 * GiB + 512 * MiB })] })],
 ];
 

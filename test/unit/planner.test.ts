@@ -1,7 +1,7 @@
 /** The planner, one case per verdict and reason code, with the exact byte figures of the formulas. */
 import { describe, expect, it } from 'vitest';
 import { plan } from '../../electron/core/planner/plan.js';
-import { GiB, MiB, POLICY_M10_V1, dynamicReserveBytes, requirementBytes } from '../../electron/core/planner/policy.js';
+import { GiB, MiB, POLICY_M10_V1, dynamicReserveBytes, requirementBytes, withQueueDepth } from '../../electron/core/planner/policy.js';
 import { PlannerInputError, type PlanRequest, type PlannerSnapshot } from '../../electron/core/planner/types.js';
 import { LeaseBook } from '../../electron/core/planner/leases.js';
 import { PlanHistory } from '../../electron/core/planner/history.js';
@@ -94,29 +94,43 @@ describe('verdicts and reasons', () => {
     expect(result.reasons[0]).toMatchObject({ code: 'WAIT_FOR_BUSY_ENGINES', pendingBytes: 10 * GiB, freeableBytes: 0 });
   });
 
-  it('QUEUE / TELEMETRY_STALE and TELEMETRY_MISSING: nothing is schedulable (UNKNOWN)', () => {
+  it('QUEUE / TELEMETRY_STALE (with the age and the limit) and TELEMETRY_MISSING: nothing is schedulable (UNKNOWN)', () => {
     const stale = run(request(), snapshot({ device: device({ sampledAtUs: NOW - 2_500_000 }) }));
     expect(stale.verdict).toBe('QUEUE');
     expect(stale.attribution).toBe('UNKNOWN');
     expect(stale.breakdown.schedulableBytes).toBe(0);
-    expect(stale.reasons).toEqual([{ code: 'TELEMETRY_STALE', requestedBytes: requirementBytes(6 * GiB, P), sampleAgeUs: 2_500_000 }]);
-    const missing = run(request(), snapshot({ device: null }));
+    expect(stale.reasons).toEqual([{ code: 'TELEMETRY_STALE', requestedBytes: requirementBytes(6 * GiB, P), sampleAgeUs: 2_500_000, staleAfterUs: 2_000_000 }]);
+    expect(stale.eligible).toMatchObject({ sampleAgeUs: 2_500_000, staleAfterUs: 2_000_000 });
+    expect(stale.headroomAfterBytes).toBe(-requirementBytes(6 * GiB, P));
+    // At the limit it is still fresh; a sample stamped past the limit in the future is stale.
+    expect(run(request(), snapshot({ device: device({ sampledAtUs: NOW - 2_000_000 }) })).verdict).toBe('ADMIT');
+    expect(run(request(), snapshot({ device: device({ sampledAtUs: NOW + 3_000_000 }) })).reasons).toEqual([
+      { code: 'TELEMETRY_STALE', requestedBytes: requirementBytes(6 * GiB, P), sampleAgeUs: -3_000_000, staleAfterUs: 2_000_000 },
+    ]);
+    const missing = run(request(), snapshot({ device: null, accelerator: { key: 'GPU-test', name: null } }));
     expect(missing.reasons).toEqual([{ code: 'TELEMETRY_MISSING', requestedBytes: requirementBytes(6 * GiB, P) }]);
+    expect(missing.accelerator).toEqual({ key: 'GPU-test', name: null });
   });
 
-  it('QUEUE / PRESSURE_DEFERS_BACKGROUND for background and lab under ELEVATED and HIGH; interactive goes on', () => {
-    for (const pressure of ['ELEVATED', 'HIGH'] as const) {
+  it('QUEUE / PRESSURE_DEFERS_BACKGROUND for background and lab under ELEVATED and HIGH that no eviction relieves; interactive goes on', () => {
+    // 20 GiB of 24 used by an external process (83 %: ELEVATED), 22 GiB (92 %: HIGH); nothing of ours.
+    for (const [pressure, used] of [['ELEVATED', 20 * GiB], ['HIGH', 22 * GiB]] as const) {
+      const snap = snapshot({ pressure, device: device({ observedUsedBytes: used, processes: [{ pid: 7, usedBytes: used }] }) });
       for (const priority of ['background', 'lab'] as const) {
-        expect(run(request({ priority }), snapshot({ pressure })).reasons[0]).toEqual({ code: 'PRESSURE_DEFERS_BACKGROUND', pressure, requestedBytes: requirementBytes(6 * GiB, P) });
+        const result = run(request({ priority, peakBytes: 512 * MiB }), snap);
+        expect(result.verdict).toBe('QUEUE');
+        expect(result.reasons).toEqual([{ code: 'PRESSURE_DEFERS_BACKGROUND', pressure, pressureAfterEvictions: pressure, requestedBytes: 640 * MiB, freeableBytes: 0, usedAfterEvictionsBytes: used }]);
       }
-      expect(run(request({ priority: 'interactive' }), snapshot({ pressure })).verdict).toBe('ADMIT');
+      expect(run(request({ priority: 'interactive', peakBytes: 512 * MiB }), snap).verdict).toBe('ADMIT');
     }
   });
 
-  it('REJECT_CAPACITY / EXTERNAL_GPU_PRESSURE under CRITICAL pressure', () => {
+  it('REJECT_CAPACITY / EXTERNAL_GPU_PRESSURE under CRITICAL pressure that no eviction relieves, with the external bytes', () => {
     const result = run(request(), snapshot({ pressure: 'CRITICAL', device: device({ observedUsedBytes: 23.5 * GiB, processes: [] }) }));
     expect(result.verdict).toBe('REJECT_CAPACITY');
-    expect(result.reasons).toEqual([{ code: 'EXTERNAL_GPU_PRESSURE', pressure: 'CRITICAL', requestedBytes: requirementBytes(6 * GiB, P), unmanagedExternalBytes: 23.5 * GiB }]);
+    expect(result.reasons).toEqual([
+      { code: 'EXTERNAL_GPU_PRESSURE', pressure: 'CRITICAL', pressureAfterEvictions: 'CRITICAL', requestedBytes: requirementBytes(6 * GiB, P), freeableBytes: 0, usedAfterEvictionsBytes: 23.5 * GiB, unmanagedExternalBytes: 23.5 * GiB },
+    ]);
   });
 
   it('REJECT_CAPACITY / EXCEEDS_DEVICE when it can never fit', () => {
@@ -145,6 +159,189 @@ describe('verdicts and reasons', () => {
   });
 });
 
+describe('pressure is judged on the use left after the plan\'s own evictions', () => {
+  const reserve = Math.round(0.05 * 24 * GiB); // 1288490189 B
+  const lab1 = resident('lab1', { pid: 51, priority: 'lab', idleSinceUs: NOW - 900_000_000 });
+  const lab2 = resident('lab2', { pid: 52, priority: 'lab', idleSinceUs: NOW - 300_000_000 });
+
+  it('CRITICAL caused by two idle lab engines of ours: the longer idle is stopped (ADMIT_AFTER_EVICTION), the level shown stays CRITICAL', () => {
+    // 23.5 of 24 GiB (97.9 %), all of it ours: lab1 and lab2 use 11.75 GiB each.
+    const snap = snapshot({
+      pressure: 'CRITICAL',
+      device: device({ observedUsedBytes: 23.5 * GiB, processes: [{ pid: 51, usedBytes: 11.75 * GiB }, { pid: 52, usedBytes: 11.75 * GiB }] }),
+      residents: [lab2, lab1],
+    });
+    const result = run(request({ priority: 'lab' }), snap);
+    expect(result.verdict).toBe('ADMIT_AFTER_EVICTION');
+    expect(result.evictions.map((e) => [e.id, e.freedBytes])).toEqual([['lab1', 11.75 * GiB]]);
+    expect(result.reasons).toEqual([
+      { code: 'FITS_AFTER_EVICTION', requestedBytes: 7_086_696_038, schedulableBytes: 0, freeableBytes: 11.75 * GiB },
+      // 11.75 of 24 GiB is 49 %: under ELEVATED's exit threshold (75 %).
+      { code: 'PRESSURE_RELIEVED_BY_EVICTION', pressure: 'CRITICAL', pressureAfterEvictions: 'NORMAL', usedAfterEvictionsBytes: 11.75 * GiB },
+    ]);
+    expect(result.breakdown.unmanagedExternalBytes).toBe(0);
+    expect(result.eligible).toMatchObject({ pressure: 'CRITICAL', pressureAfterEvictions: 'NORMAL' });
+    // Worked out again on the use that remains: 24 − 11.75 − 1.2 (reserve) − 6.6 (requirement) GiB.
+    expect(result.headroomAfterBytes).toBe(24 * GiB - 11.75 * GiB - reserve - 7_086_696_038);
+    expect(result.headroomAfterBytes).toBe(4_778_151_117);
+    // The same inputs at NORMAL pressure give the same eviction.
+    expect(run(request({ priority: 'lab' }), { ...snap, pressure: 'NORMAL' }).evictions.map((e) => e.id)).toEqual(['lab1']);
+  });
+
+  it('HIGH caused by an idle lab engine holds back a background load that fits: the engine is stopped', () => {
+    // 22 of 24 GiB (91.7 %): 6.5 GiB external, 15.5 GiB our idle lab1. 640 MiB fits in the 0.8 GiB
+    // schedulable, but HIGH holds background loads back; without lab1, 6.5 GiB is 27 %: NORMAL.
+    const snap = snapshot({
+      pressure: 'HIGH',
+      device: device({ observedUsedBytes: 22 * GiB, processes: [{ pid: 51, usedBytes: 15.5 * GiB }, { pid: 9, usedBytes: 6.5 * GiB }] }),
+      residents: [lab1],
+    });
+    const result = run(request({ priority: 'background', peakBytes: 512 * MiB }), snap);
+    expect(result.verdict).toBe('ADMIT_AFTER_EVICTION');
+    expect(result.reasons).toEqual([
+      { code: 'FITS_AFTER_EVICTION', requestedBytes: 640 * MiB, schedulableBytes: 858_993_459, freeableBytes: 15.5 * GiB },
+      { code: 'PRESSURE_RELIEVED_BY_EVICTION', pressure: 'HIGH', pressureAfterEvictions: 'NORMAL', usedAfterEvictionsBytes: 6.5 * GiB },
+    ]);
+    expect(result.evictions.map((e) => e.id)).toEqual(['lab1']);
+    // An interactive load is not held back by HIGH: it fits without stopping anything.
+    expect(run(request({ priority: 'interactive', peakBytes: 512 * MiB }), snap)).toMatchObject({ verdict: 'ADMIT', evictions: [] });
+  });
+
+  it('stops only as many idle engines as the pressure and the fit need', () => {
+    // 23.5 GiB: 14 GiB external, lab1 4.75 GiB, lab2 4.75 GiB (97.9 %: CRITICAL). Without lab1:
+    // 18.75 GiB, 78 % (ELEVATED by the exit thresholds), enough for an interactive load of 2.2 GiB
+    // (schedulable 24 − 18.75 − 1.2 = 4.05 GiB).
+    const snap = snapshot({
+      pressure: 'CRITICAL',
+      device: device({ observedUsedBytes: 23.5 * GiB, processes: [{ pid: 51, usedBytes: 4.75 * GiB }, { pid: 52, usedBytes: 4.75 * GiB }, { pid: 9, usedBytes: 14 * GiB }] }),
+      residents: [lab1, lab2],
+    });
+    const interactive = run(request({ priority: 'interactive', peakBytes: 2 * GiB }), snap);
+    expect(interactive.verdict).toBe('ADMIT_AFTER_EVICTION');
+    expect(interactive.evictions.map((e) => e.id)).toEqual(['lab1']);
+    expect(interactive.reasons[1]).toEqual({ code: 'PRESSURE_RELIEVED_BY_EVICTION', pressure: 'CRITICAL', pressureAfterEvictions: 'ELEVATED', usedAfterEvictionsBytes: 18.75 * GiB });
+    // A lab load is still held back at ELEVATED after one; after both, 14 GiB is 58 %: NORMAL.
+    const lab = run(request({ priority: 'lab', peakBytes: 2 * GiB }), snap);
+    expect(lab.evictions.map((e) => e.id)).toEqual(['lab1', 'lab2']);
+    expect(lab.reasons[1]).toEqual({ code: 'PRESSURE_RELIEVED_BY_EVICTION', pressure: 'CRITICAL', pressureAfterEvictions: 'NORMAL', usedAfterEvictionsBytes: 14 * GiB });
+  });
+
+  it('CRITICAL that survives every permitted eviction is external: REJECT_CAPACITY with the external bytes, nothing stopped', () => {
+    // 23.5 GiB: 23 GiB external, 0.5 GiB our idle lab1. Without lab1, 23 GiB is 95.8 %: still
+    // above CRITICAL's exit threshold (93 %).
+    const snap = snapshot({
+      pressure: 'CRITICAL',
+      device: device({ observedUsedBytes: 23.5 * GiB, processes: [{ pid: 51, usedBytes: 0.5 * GiB }, { pid: 9, usedBytes: 23 * GiB }] }),
+      residents: [lab1],
+    });
+    const result = run(request({ priority: 'interactive', peakBytes: 512 * MiB }), snap);
+    expect(result.verdict).toBe('REJECT_CAPACITY');
+    expect(result.evictions).toEqual([]);
+    expect(result.reasons).toEqual([
+      { code: 'EXTERNAL_GPU_PRESSURE', pressure: 'CRITICAL', pressureAfterEvictions: 'CRITICAL', requestedBytes: 640 * MiB, freeableBytes: 0.5 * GiB, usedAfterEvictionsBytes: 23 * GiB, unmanagedExternalBytes: 23 * GiB },
+    ]);
+    expect(result.eligible).toMatchObject({ pressure: 'CRITICAL', pressureAfterEvictions: 'CRITICAL' });
+  });
+
+  it('engines it may not stop (busy, pinned, higher priority) do not relieve pressure', () => {
+    const processes = [{ pid: 51, usedBytes: 11.75 * GiB }, { pid: 52, usedBytes: 11.75 * GiB }];
+    const critical = (residents: ReturnType<typeof resident>[]): PlannerSnapshot => snapshot({ pressure: 'CRITICAL', device: device({ observedUsedBytes: 23.5 * GiB, processes }), residents });
+    const expected = { code: 'EXTERNAL_GPU_PRESSURE', pressure: 'CRITICAL', pressureAfterEvictions: 'CRITICAL', requestedBytes: requirementBytes(6 * GiB, P), freeableBytes: 0, usedAfterEvictionsBytes: 23.5 * GiB, unmanagedExternalBytes: 0 };
+    expect(run(request({ priority: 'lab' }), critical([{ ...lab1, busy: true }, { ...lab2, pinned: true }])).reasons).toEqual([expected]);
+    expect(run(request({ priority: 'lab' }), critical([{ ...lab1, priority: 'interactive' }, { ...lab2, priority: 'background' }])).reasons).toEqual([expected]);
+  });
+
+  it('an ELEVATED level that survives the evictions defers background work, with what they would free', () => {
+    // 20 GiB: 19 GiB external, 1 GiB idle lab1. Without it, 19 GiB is 79 %: still ELEVATED.
+    const snap = snapshot({ pressure: 'ELEVATED', device: device({ observedUsedBytes: 20 * GiB, processes: [{ pid: 51, usedBytes: 1 * GiB }, { pid: 9, usedBytes: 19 * GiB }] }), residents: [lab1] });
+    expect(run(request({ priority: 'background', peakBytes: 512 * MiB }), snap).reasons).toEqual([
+      { code: 'PRESSURE_DEFERS_BACKGROUND', pressure: 'ELEVATED', pressureAfterEvictions: 'ELEVATED', requestedBytes: 640 * MiB, freeableBytes: 1 * GiB, usedAfterEvictionsBytes: 19 * GiB },
+    ]);
+  });
+
+  it('a plan never changes the tracked level: the pressure tracker is fed only by telemetry', () => {
+    const snap = snapshot({ pressure: 'CRITICAL', device: device({ observedUsedBytes: 23.5 * GiB, processes: [{ pid: 51, usedBytes: 23.5 * GiB }] }), residents: [lab1] });
+    const frozen = Object.freeze({ ...snap, residents: Object.freeze([...snap.residents]) });
+    expect(run(request({ priority: 'lab' }), frozen).eligible.pressure).toBe('CRITICAL');
+    expect(frozen.pressure).toBe('CRITICAL');
+  });
+});
+
+describe('fingerprint: canonical inputs and result, nothing from the clock', () => {
+  const busyState = (): PlannerSnapshot =>
+    snapshot({
+      device: device({ observedUsedBytes: 10 * GiB, processes: [{ pid: 11, usedBytes: 3 * GiB }, { pid: 99, usedBytes: 7 * GiB }] }),
+      residents: [resident('a', { pid: 11, idleSinceUs: NOW - 60_000_000 })],
+      leases: [lease('l1', { reservedBytes: 2 * GiB, materializedBytes: 512 * MiB, expiresAtUs: NOW + 60_000_000 })],
+    });
+  const later = (snap: PlannerSnapshot, deltaUs: number): PlannerSnapshot => ({
+    ...snap,
+    nowUs: snap.nowUs + deltaUs,
+    device: snap.device === null ? null : { ...snap.device, sampledAtUs: snap.device.sampledAtUs + deltaUs },
+    residents: snap.residents.map((r) => ({ ...r, idleSinceUs: r.idleSinceUs + deltaUs })),
+    leases: snap.leases.map((l) => ({ ...l, expiresAtUs: l.expiresAtUs + deltaUs })),
+  });
+
+  it('the same state planned twice, a second apart, gives the same fingerprint; the record keeps the times', () => {
+    const a = run(request({ peakBytes: 12 * GiB }), busyState());
+    const b = run(request({ peakBytes: 12 * GiB }), later(busyState(), 1_000_000));
+    expect(b.fingerprint).toBe(a.fingerprint);
+    expect(b.plannedAtUs - a.plannedAtUs).toBe(1_000_000);
+    // Sample age, idle-for and lease expiry differ and change nothing either.
+    const older = busyState();
+    const c = run(request({ peakBytes: 12 * GiB }), {
+      ...older,
+      device: older.device === null ? null : { ...older.device, sampledAtUs: NOW - 1_900_000 },
+      residents: older.residents.map((r) => ({ ...r, idleSinceUs: NOW - 3_600_000_000 })),
+      leases: older.leases.map((l) => ({ ...l, expiresAtUs: NOW + 1 })),
+    });
+    expect(c.eligible.sampleAgeUs).toBe(1_900_000);
+    expect(c.fingerprint).toBe(a.fingerprint);
+    // Stale is a different result: a different fingerprint.
+    expect(run(request({ peakBytes: 12 * GiB }), { ...older, device: older.device === null ? null : { ...older.device, sampledAtUs: NOW - 2_100_000 } }).fingerprint).not.toBe(a.fingerprint);
+  });
+
+  it('the same stale state twice gives the same fingerprint, though its age differs', () => {
+    const stale = (age: number): PlannerSnapshot => snapshot({ device: device({ sampledAtUs: NOW - age }) });
+    const a = run(request(), stale(2_500_000));
+    const b = run(request(), stale(4_000_000));
+    expect([a.reasons[0]?.sampleAgeUs, b.reasons[0]?.sampleAgeUs]).toEqual([2_500_000, 4_000_000]);
+    expect(b.fingerprint).toBe(a.fingerprint);
+  });
+
+  it('one byte of used memory, a lease, a weight, the queue depth or the node changes it', () => {
+    const base = run(request(), busyState()).fingerprint;
+    const s = busyState();
+    const dev = s.device ?? device();
+    const changed: [string, string][] = [
+      ['one byte observed', run(request(), { ...s, device: { ...dev, observedUsedBytes: dev.observedUsedBytes + 1 } }).fingerprint],
+      ['one byte of a process', run(request(), { ...s, device: { ...dev, processes: [{ pid: 11, usedBytes: 3 * GiB + 1 }, { pid: 99, usedBytes: 7 * GiB }] } }).fingerprint],
+      ['a lease more', run(request(), { ...s, leases: [...s.leases, lease('l2')] }).fingerprint],
+      ['a lease one byte larger', run(request(), { ...s, leases: [lease('l1', { reservedBytes: 2 * GiB + 1, materializedBytes: 512 * MiB })] }).fingerprint],
+      ["the request's weight", run(request({ weight: 2 }), s).fingerprint],
+      ["a resident's weight", run(request(), { ...s, residents: [resident('a', { pid: 11, weight: 2 })] }).fingerprint],
+      ['the queue depth', run(request(), { ...s, queueDepth: 1 }).fingerprint],
+      ['the node', run(request(), { ...s, node: 'workstation-2' }).fingerprint],
+      ['the policy', plan(request(), s, withQueueDepth(P, 8)).fingerprint],
+    ];
+    for (const [what, fingerprint] of changed) expect(fingerprint, what).not.toBe(base);
+    expect(new Set(changed.map(([, f]) => f)).size).toBe(changed.length);
+  });
+
+  it('records the node, the accelerator, the queue and the weights', () => {
+    const result = run(request({ weight: 3 }), { ...busyState(), queueDepth: 5 });
+    expect(result.node).toBe('workstation-1');
+    expect(result.accelerator).toEqual({ key: 'GPU-test', name: 'Test GPU 24GB' });
+    expect(result.queue).toEqual({ depth: 5, maxDepth: 32 });
+    expect(result.request.weight).toBe(3);
+    expect(result.residents).toEqual([{ id: 'a', pid: 11, priority: 'background', busy: false, pinned: false, weight: 1, usedBytes: 3 * GiB }]);
+    const overridden = plan(request(), busyState(), withQueueDepth(P, 8));
+    expect(overridden.policy).toBe('m10-v1+queue.maxDepth=8');
+    expect(overridden.queue.maxDepth).toBe(8);
+    expect(withQueueDepth(P, 32)).toBe(P);
+  });
+});
+
 describe('bad input is an error, never a verdict', () => {
   it.each([
     ['request.peakBytes', () => run(request({ peakBytes: Number.NaN }), snapshot())],
@@ -154,6 +351,11 @@ describe('bad input is an error, never a verdict', () => {
     ['residents[0].envelopeBytes', () => run(request(), snapshot({ residents: [resident('a', { envelopeBytes: Number.NaN })] }))],
     ['leases[0].reservedBytes', () => run(request(), snapshot({ leases: [lease('l', { reservedBytes: undefined as unknown as number })] }))],
     ['request.contextSize', () => run(request({ contextSize: 1.5 }), snapshot())],
+    ['request.weight', () => run(request({ weight: 0 }), snapshot())],
+    ['residents[0].weight', () => run(request(), snapshot({ residents: [resident('a', { weight: Number.NaN })] }))],
+    ['snapshot.queueDepth', () => run(request(), snapshot({ queueDepth: -1 }))],
+    ['snapshot.node', () => run(request(), snapshot({ node: undefined as unknown as string }))],
+    ['request.priority', () => run(request({ priority: 'toString' as unknown as 'lab' }), snapshot())],
   ])('%s', (field, call) => {
     expect(call).toThrowError(PlannerInputError);
     expect(call).toThrowError(field);

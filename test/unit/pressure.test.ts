@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../../electron/core/clock.js';
 import { POLICY_M10_V1 } from '../../electron/core/planner/policy.js';
-import { PressureTracker } from '../../electron/core/planner/pressure.js';
+import { PressureTracker, levelAfterEvictions, pressureHoldsBack } from '../../electron/core/planner/pressure.js';
 
 describe('PressureTracker', () => {
   it('worsens at once through every level', () => {
@@ -45,5 +45,27 @@ describe('PressureTracker', () => {
     const tracker = new PressureTracker(POLICY_M10_V1);
     tracker.observe(0.92, 0);
     expect(tracker.observe(Number.NaN, 1)).toBe('HIGH');
+  });
+});
+
+describe('the level a plan is judged by after its evictions', () => {
+  const GiB = 1024 ** 3;
+  it.each([
+    // tracked, used, freed → level (24 GiB; exit thresholds 75 / 85 / 93 %)
+    ['CRITICAL', 23.5, 0, 'CRITICAL'], // nothing stopped: the tracked level, hysteresis and all
+    ['CRITICAL', 23.5, 11.75, 'NORMAL'], // 11.75 GiB left: 49 %
+    ['CRITICAL', 23.5, 4.75, 'ELEVATED'], // 18.75 GiB: 78 %
+    ['CRITICAL', 23.5, 2.5, 'HIGH'], // 21 GiB: 87.5 %
+    ['CRITICAL', 23.5, 0.5, 'CRITICAL'], // 23 GiB: 95.8 %, above CRITICAL's exit
+    ['HIGH', 21, 1, 'ELEVATED'], // 20 GiB: 83 %, under HIGH's exit
+    ['ELEVATED', 23, 0.5, 'ELEVATED'], // never above the tracked level
+  ] as const)('%s at %d GiB, %d GiB stopped', (tracked, used, freed, expected) => {
+    expect(levelAfterEvictions(tracked, used * GiB, freed * GiB, 24 * GiB, POLICY_M10_V1)).toBe(expected);
+  });
+
+  it('holds back every load at CRITICAL, background and lab ones at ELEVATED and HIGH', () => {
+    expect(['interactive', 'background', 'lab'].map((p) => pressureHoldsBack('CRITICAL', p as 'lab'))).toEqual([true, true, true]);
+    for (const level of ['ELEVATED', 'HIGH'] as const) expect(['interactive', 'background', 'lab'].map((p) => pressureHoldsBack(level, p as 'lab'))).toEqual([false, true, true]);
+    expect(['interactive', 'background', 'lab'].map((p) => pressureHoldsBack('NORMAL', p as 'lab'))).toEqual([false, false, false]);
   });
 });

@@ -52,7 +52,7 @@ function setup(extra: Partial<SupervisorDeps> = {}): { supervisor: Supervisor; c
     policy: POLICY_M10_V1,
     leases: new LeaseBook(),
     envelopes: null,
-    snapshot: () => ({ nowUs: clock.wallUs(), device: { key: 'GPU-sim', name: 'Sim', totalBytes: 24 * GiB, observedUsedBytes: 0, processes: null, health: 'OK', sampledAtUs: clock.wallUs() }, pressure: 'NORMAL', controls: DEFAULT_CONTROLS }),
+    snapshot: () => ({ nowUs: clock.wallUs(), node: 'test-node', accelerator: { key: 'GPU-sim', name: 'Sim' }, queueDepth: 0, device: { key: 'GPU-sim', name: 'Sim', totalBytes: 24 * GiB, observedUsedBytes: 0, processes: null, health: 'OK', sampledAtUs: clock.wallUs() }, pressure: 'NORMAL', controls: DEFAULT_CONTROLS }),
     spawn: (request) => {
       const p = new RecordedProcess(5000 + spawned.length, request);
       spawned.push(p);

@@ -16,8 +16,8 @@ import { sendError } from './http.js';
 import type { ApiMetrics } from './metrics.js';
 
 export const MAX_TOKENS_LIMIT = 131_072;
-export const DEFAULT_QUEUE_LIMIT = 64;
-/** How long a request waits for a QUEUE verdict to turn into a load, and for a load to finish. */
+/** How long a request waits for a load in progress to finish. (How long it waits for a QUEUE
+ *  verdict to turn into a load is the policy's queue.maxWaitUs, by priority.) */
 const LOAD_WAIT_MS = 10 * 60_000;
 const REPLAN_EVERY_MS = 1_000;
 
@@ -85,9 +85,10 @@ export class Gateway {
     private readonly core: Core,
     private readonly metrics: ApiMetrics,
     private readonly log: (line: string) => void,
-    queueLimit = DEFAULT_QUEUE_LIMIT,
   ) {
-    this.queue = new GatewayQueue(queueLimit);
+    // The planner's policy sizes the line: one versioned policy (with `serve --queue-limit` as an
+    // override recorded in its revision), not a number of the gateway's own.
+    this.queue = new GatewayQueue(core.policy.queue.maxDepth);
   }
 
   /** The profiles alone (no state snapshot: that reads the registry). */
@@ -126,7 +127,7 @@ export class Gateway {
     for (let attempt = 1; ; attempt++) {
       let engine: EngineView;
       try {
-        engine = await this.engineFor(request.capability, () => gone);
+        engine = await this.engineFor(request.capability, priority, () => gone);
       } catch (error) {
         if (gone) {
           this.metrics.countRequest('client_gone');
@@ -179,7 +180,7 @@ export class Gateway {
   }
 
   /** A running engine for the capability: one that runs, one that loads, or one loaded now. */
-  private async engineFor(capability: string, gone: () => boolean): Promise<EngineView> {
+  private async engineFor(capability: string, priority: Priority, gone: () => boolean): Promise<EngineView> {
     const profiles = this.core.profileList().filter((p) => p.capabilities.includes(capability));
     const ids = new Set(profiles.map((p) => p.id));
     const engines = this.core.engines();
@@ -191,14 +192,14 @@ export class Gateway {
     if (profile === undefined) throw badField('model', `unknown capability "${capability}"`);
     let pending = this.launching.get(profile.id);
     if (pending === undefined) {
-      pending = this.load(profile, gone).finally(() => this.launching.delete(profile.id));
+      pending = this.load(profile, priority, gone).finally(() => this.launching.delete(profile.id));
       this.launching.set(profile.id, pending);
     }
     return pending;
   }
 
-  private async load(profile: Profile, gone: () => boolean): Promise<EngineView> {
-    const deadline = Date.now() + LOAD_WAIT_MS;
+  private async load(profile: Profile, priority: Priority, gone: () => boolean): Promise<EngineView> {
+    const deadline = Date.now() + this.core.policy.queue.maxWaitUs[priority] / 1000;
     for (;;) {
       const outcome = await this.core.launch({ profileId: profile.id });
       if (outcome.engine !== null) return this.untilRunning(outcome.engine.id, gone);

@@ -48,7 +48,6 @@ export interface ApiServerOptions {
   /** The built dashboard (dist/renderer); null serves none. */
   staticDir: string | null;
   log?: (line: string) => void;
-  queueLimit?: number;
 }
 
 export interface ApiServer {
@@ -96,7 +95,7 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
   const { core } = options;
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const metrics: ApiMetrics = createApiMetrics(() => core.snapshot());
-  const gateway = new Gateway(core, metrics, log, options.queueLimit);
+  const gateway = new Gateway(core, metrics, log);
   core.attachGateway(gateway.queue);
   const unsubscribeMetrics = core.subscribe((event) => metrics.onEvent(event));
   const sse = new Set<ServerResponse>();

@@ -4,6 +4,7 @@
  * lists the engines launched this way on this machine (from state files in the data folder).
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { basename, join } from 'node:path';
 import type { Clock } from '../clock.js';
 import { describePlan } from '../planner/describe.js';
@@ -117,7 +118,7 @@ export async function runLaunch(options: LaunchOptions, io: CommandIo, clock: Cl
     snapshot: () => {
       const sample = sampleNow();
       const level = sample === null ? 'NORMAL' : pressure.observe(usedFraction(sample), clock.monoUs());
-      return snapshotFromSample({ nowUs: clock.wallUs(), sample, pressure: level });
+      return snapshotFromSample({ nowUs: clock.wallUs(), node: hostname(), gpuKey, sample, pressure: level });
     },
     spawn: spawnEngineProcess,
     launchers: options.launchers,

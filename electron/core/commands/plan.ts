@@ -4,6 +4,7 @@
  * (possibly after evictions), 3 queued, 4 rejected.
  */
 import { existsSync, statSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Clock } from '../clock.js';
 import { describePlan } from '../planner/describe.js';
@@ -24,6 +25,8 @@ export interface PlanOptions {
   priority: Priority;
   capability: string;
   engineKind: string;
+  /** The weight the engine would join the registry with. */
+  weight: number;
   simFile: string | undefined;
   deviceKey: string | undefined;
   dataDir: string;
@@ -66,9 +69,11 @@ export async function runPlan(options: PlanOptions, io: CommandIo, clock: Clock)
         priority: options.priority,
         peakBytes: peak.peakBytes,
         peakSource: peak.peakSource,
+        weight: options.weight,
       },
-      // A dry-run from the command line knows no managed engines or loads in progress.
-      { ...snapshotFromSample({ nowUs: clock.wallUs(), sample, pressure: level }), residents: [], leases: [] },
+      // A dry-run from the command line knows no managed engines, loads in progress or gateway
+      // line (queue depth 0).
+      { ...snapshotFromSample({ nowUs: clock.wallUs(), node: hostname(), gpuKey: sample?.key ?? options.deviceKey ?? 'cpu-0', sample, pressure: level }), residents: [], leases: [] },
       POLICY_M10_V1,
     );
     if (options.json) {

@@ -12,6 +12,7 @@ import type { CoreLaunchers } from '../app-types.js';
 import { startCore } from '../app.js';
 import { startApiServer } from '../api/server.js';
 import { DEFAULT_API_PORT } from '../contract.js';
+import { POLICY_M10_V1, withQueueDepth } from '../planner/policy.js';
 import { openNodeSettings } from '../settings.js';
 import { rendererDir } from '../paths.js';
 import { stopSignals, type CommandIo } from './io.js';
@@ -22,16 +23,19 @@ export interface ServeOptions {
   simFile: string | undefined;
   dataDir: string;
   launchers: CoreLaunchers;
-  queueLimit: number;
+  /** `--queue-limit N`: overrides the policy's queue.maxDepth (recorded in its revision); undefined
+   *  keeps the policy's. */
+  queueLimit: number | undefined;
 }
 
 export async function runServe(options: ServeOptions, io: CommandIo, helper: RegistryHelper): Promise<number> {
   mkdirSync(options.dataDir, { recursive: true });
   const settings = openNodeSettings(options.dataDir, DEFAULT_API_PORT);
   const signals = stopSignals(() => io.err('gpu-share: stopping… (engines get 10 s to stop)'));
-  const core = await startCore({ dataDir: options.dataDir, settings, simFile: options.simFile, helper, launchers: options.launchers, log: (line) => io.err(line) });
+  const policy = options.queueLimit === undefined ? POLICY_M10_V1 : withQueueDepth(POLICY_M10_V1, options.queueLimit);
+  const core = await startCore({ dataDir: options.dataDir, settings, simFile: options.simFile, helper, launchers: options.launchers, policy, log: (line) => io.err(line) });
   try {
-    const server = await startApiServer({ core, port: options.port ?? settings.get().apiPort, staticDir: rendererDir(), queueLimit: options.queueLimit, log: (line) => io.err(line) });
+    const server = await startApiServer({ core, port: options.port ?? settings.get().apiPort, staticDir: rendererDir(), log: (line) => io.err(line) });
     io.out(`dashboard: ${server.dashboardUrl}`);
     const signal = await signals.stopped;
     io.err(`gpu-share: ${signal}: stopping the engines and the server`);

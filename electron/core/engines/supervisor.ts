@@ -268,6 +268,7 @@ export class Supervisor {
         busy: e.status.busy || e.status.state === 'loading' || (this.deps.inUse?.(e.status.id) ?? false),
         idleSinceUs: e.status.idleSinceUs,
         envelopeBytes: e.spec.peakBytes,
+        weight: e.spec.weight,
       }));
   }
 
@@ -283,6 +284,7 @@ export class Supervisor {
       priority: spec.priority,
       peakBytes: spec.peakBytes,
       peakSource: spec.peakSource,
+      weight: spec.weight,
     };
     return planPlacement(request, { ...base, residents: this.residents(), leases: this.deps.leases.active(base.nowUs) }, this.deps.policy);
   }

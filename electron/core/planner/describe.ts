@@ -13,6 +13,15 @@ export function formatBytes(bytes: number): string {
 
 const field = (label: string, bytes: number): string => `  ${label.padEnd(22)} ${formatBytes(bytes).padStart(12)}  (${bytes} B)`;
 
+const seconds = (us: number | undefined): string => (us === undefined ? '—' : (us / 1e6).toFixed(1));
+
+/** What stopping every idle engine the request may stop would leave, for a pressure reason. */
+function afterStopping(reason: Reason): string {
+  const freeable = reason.freeableBytes ?? 0;
+  if (freeable <= 0) return ' and no idle engine of ours can relieve it';
+  return `, still ${reason.pressureAfterEvictions ?? '—'} after stopping every idle engine it may (${formatBytes(freeable)} freed, ${formatBytes(reason.usedAfterEvictionsBytes ?? 0)} left in use)`;
+}
+
 /** One reason in plain words, with its figures: what the UI and the CLI print. */
 export function explainReason(reason: Reason): string {
   const b = (n: number | undefined): string => (n === undefined ? '—' : formatBytes(n));
@@ -25,14 +34,20 @@ export function explainReason(reason: Reason): string {
       return `WAIT_FOR_LEASES: needs ${b(reason.requestedBytes)}; ${b(reason.schedulableBytes)} schedulable now, ${b(reason.pendingBytes)} held by loads in progress`;
     case 'WAIT_FOR_BUSY_ENGINES':
       return `WAIT_FOR_BUSY_ENGINES: needs ${b(reason.requestedBytes)}; ${b(reason.schedulableBytes)} schedulable now, ${b(reason.pendingBytes)} held by busy engines or loads`;
-    case 'TELEMETRY_STALE':
-      return `TELEMETRY_STALE: the last sample is ${((reason.sampleAgeUs ?? 0) / 1e6).toFixed(1)} s old; nothing is schedulable until it is fresh`;
+    case 'TELEMETRY_STALE': {
+      const age = reason.sampleAgeUs ?? 0;
+      const limit = `${seconds(reason.staleAfterUs)} s limit`;
+      const when = age < 0 ? `is stamped ${seconds(-age)} s in the future (the clock stepped back), past the ${limit}` : `is ${seconds(age)} s old, past the ${limit}`;
+      return `TELEMETRY_STALE: the last sample ${when}; nothing is schedulable until a fresh one arrives`;
+    }
     case 'TELEMETRY_MISSING':
       return 'TELEMETRY_MISSING: no telemetry for this device; nothing is schedulable';
     case 'PRESSURE_DEFERS_BACKGROUND':
-      return `PRESSURE_DEFERS_BACKGROUND: memory pressure is ${reason.pressure ?? '—'}; background and lab work waits`;
+      return `PRESSURE_DEFERS_BACKGROUND: memory pressure is ${reason.pressure ?? '—'}${afterStopping(reason)}; background and lab work waits`;
+    case 'PRESSURE_RELIEVED_BY_EVICTION':
+      return `PRESSURE_RELIEVED_BY_EVICTION: memory pressure is ${reason.pressure ?? '—'}, ${reason.pressureAfterEvictions ?? '—'} once the idle engines are stopped (${b(reason.usedAfterEvictionsBytes)} left in use)`;
     case 'EXTERNAL_GPU_PRESSURE':
-      return `EXTERNAL_GPU_PRESSURE: memory pressure is CRITICAL (${b(reason.unmanagedExternalBytes)} used by processes GPU Share did not start)`;
+      return `EXTERNAL_GPU_PRESSURE: memory pressure is CRITICAL${afterStopping(reason)}: ${b(reason.unmanagedExternalBytes)} is used by processes GPU Share did not start`;
     case 'INSUFFICIENT_CAPACITY':
       return `INSUFFICIENT_CAPACITY: needs ${b(reason.requestedBytes)}, ${b(reason.schedulableBytes)} schedulable, ${b(reason.freeableBytes)} freeable; ${b(reason.unmanagedExternalBytes)} used by other processes`;
     case 'EXCEEDS_DEVICE':
@@ -56,9 +71,11 @@ export function describePlan(plan: PlacementPlan): string {
     ...plan.reasons.map((reason) => `  - ${explainReason(reason)}`),
     '',
     `request: ${r.capability} · ${r.engineKind} · model ${r.modelKey} · ctx ${r.contextSize} · gpu layers ${r.gpuLayers} · ${r.priority}`,
-    `  peak ${formatBytes(r.peakBytes)} (${r.peakSource})`,
+    `  peak ${formatBytes(r.peakBytes)} (${r.peakSource}) · weight ${r.weight}`,
+    `node: ${plan.node} · accelerator ${plan.accelerator.name ?? '—'} [${plan.accelerator.key}]`,
     `device: ${plan.device === null ? '— (no telemetry)' : `${plan.device.name} [${plan.device.key}] health ${plan.device.health}`}`,
-    `attribution: ${plan.attribution} · pressure ${plan.eligible.pressure} · sample age ${plan.eligible.sampleAgeUs === null ? '—' : `${(plan.eligible.sampleAgeUs / 1000).toFixed(0)} ms`}`,
+    `attribution: ${plan.attribution} · sample age ${plan.eligible.sampleAgeUs === null ? '—' : `${(plan.eligible.sampleAgeUs / 1000).toFixed(0)} ms`} (limit ${(plan.eligible.staleAfterUs / 1000).toFixed(0)} ms)`,
+    `pressure: ${plan.eligible.pressure}${plan.eligible.pressureAfterEvictions === plan.eligible.pressure ? '' : `, ${plan.eligible.pressureAfterEvictions} after the evictions`} · gateway queue ${plan.queue.depth} of ${plan.queue.maxDepth}`,
     '',
     'VRAM breakdown:',
     field('total', b.totalBytes),
@@ -74,7 +91,7 @@ export function describePlan(plan: PlacementPlan): string {
   ];
   if (plan.residents.length > 0) {
     lines.push('', 'residents:');
-    for (const res of plan.residents) lines.push(`  ${res.id} (pid ${res.pid}) ${res.priority}${res.busy ? ' busy' : ' idle'}${res.pinned ? ' pinned' : ''}: ${formatBytes(res.usedBytes)}`);
+    for (const res of plan.residents) lines.push(`  ${res.id} (pid ${res.pid}) ${res.priority} weight ${res.weight}${res.busy ? ' busy' : ' idle'}${res.pinned ? ' pinned' : ''}: ${formatBytes(res.usedBytes)}`);
   }
   if (plan.evictions.length > 0) {
     lines.push('', 'evictions (in order):');

@@ -33,6 +33,8 @@ export interface PlannerPolicy {
   readonly staleAfterUs: number;
   /** A lease not released by then no longer counts (the load died or hung). */
   readonly leaseTtlUs: number;
+  /** The gateway's waiting line: how many requests may wait at once (more get 429), and how long
+   *  a request whose plan says QUEUE waits for it to turn into a load, by priority. */
   readonly queue: { readonly maxDepth: number; readonly maxWaitUs: Readonly<Record<Priority, number>> };
   /** How many plans the history keeps. */
   readonly historySize: number;
@@ -65,4 +67,17 @@ export function dynamicReserveBytes(totalBytes: number, policy: PlannerPolicy): 
 export function requirementBytes(measuredPeakBytes: number, policy: PlannerPolicy): number {
   const { minBytes, fraction } = policy.envelopeMargin;
   return measuredPeakBytes + Math.max(minBytes, Math.round(fraction * measuredPeakBytes));
+}
+
+/** The policy with an operator's override of the gateway queue's depth (`serve --queue-limit N`).
+ *  The override is part of the revision (`m10-v1+queue.maxDepth=N`), so every plan made under it
+ *  says so, and its fingerprint differs from one made under the plain policy. */
+export function withQueueDepth(policy: PlannerPolicy, maxDepth: number): PlannerPolicy {
+  if (!Number.isInteger(maxDepth) || maxDepth < 1) throw new RangeError(`queue.maxDepth must be a whole number ≥ 1, got ${maxDepth}`);
+  if (maxDepth === policy.queue.maxDepth) return policy;
+  return Object.freeze({
+    ...policy,
+    revision: `${policy.revision}+queue.maxDepth=${maxDepth}`,
+    queue: Object.freeze({ ...policy.queue, maxDepth }),
+  });
 }

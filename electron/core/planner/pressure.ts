@@ -3,7 +3,7 @@
  * recovers only after use has stayed below the current level's exit threshold for the policy's
  * recovery hold (30 s in m10-v1). Time comes from the caller, so tests step a fake clock.
  */
-import { PRESSURE_LEVELS, type PlannerPolicy, type PressureLevel } from './policy.js';
+import { PRESSURE_LEVELS, type PlannerPolicy, type PressureLevel, type Priority } from './policy.js';
 
 const rank = (level: PressureLevel): number => PRESSURE_LEVELS.indexOf(level);
 
@@ -19,6 +19,25 @@ export function heldLevel(usedFraction: number, policy: PlannerPolicy): Pressure
   let level: PressureLevel = 'NORMAL';
   for (const candidate of ['ELEVATED', 'HIGH', 'CRITICAL'] as const) if (usedFraction >= policy.pressure[candidate].exit) level = candidate;
   return level;
+}
+
+/**
+ * The level a plan is judged by once it has stopped `freedBytes` of our own idle engines: the
+ * tracked (physical) level while it stops nothing; otherwise the level the remaining use would
+ * hold by the exit thresholds, never above the tracked one. The exit thresholds, because this is a
+ * recovery; without the recovery hold, because the evidence is our own stop rather than a
+ * transient dip. The tracked level itself (what the UI and /metrics show) is not changed.
+ */
+export function levelAfterEvictions(tracked: PressureLevel, physicalUsedBytes: number, freedBytes: number, totalBytes: number, policy: PlannerPolicy): PressureLevel {
+  if (freedBytes <= 0 || totalBytes <= 0 || tracked === 'NORMAL') return tracked;
+  const remaining = heldLevel(Math.max(0, physicalUsedBytes - freedBytes) / totalBytes, policy);
+  return rank(remaining) < rank(tracked) ? remaining : tracked;
+}
+
+/** Does pressure at `level` hold back a new load of this priority? CRITICAL holds back every
+ *  load; ELEVATED and HIGH hold back background and lab ones. */
+export function pressureHoldsBack(level: PressureLevel, priority: Priority): boolean {
+  return level === 'CRITICAL' || (level !== 'NORMAL' && priority !== 'interactive');
 }
 
 export class PressureTracker {

@@ -8,14 +8,31 @@ export const DEFAULT_CONTROLS: OperatorControls = { draining: false, labPaused: 
 /** What the device offers, without the managed engines and leases (the supervisor adds those). */
 export type DeviceSnapshot = Omit<PlannerSnapshot, 'residents' | 'leases'>;
 
-export function snapshotFromSample(input: { nowUs: number; sample: DeviceSample | null; pressure: PressureLevel; controls?: OperatorControls }): DeviceSnapshot {
+/**
+ * `sample`: the latest sample of the device however old (the planner judges its age and says
+ * TELEMETRY_STALE), or null when there never was one (TELEMETRY_MISSING). `gpuKey`: the device
+ * planned for, known even without a sample. `node`: the host name. `queueDepth`: requests waiting
+ * in the gateway's line (0 where there is no gateway).
+ */
+export function snapshotFromSample(input: {
+  nowUs: number;
+  node: string;
+  gpuKey: string;
+  sample: DeviceSample | null;
+  pressure: PressureLevel;
+  controls?: OperatorControls;
+  queueDepth?: number;
+}): DeviceSnapshot {
   const s = input.sample;
   return {
     nowUs: input.nowUs,
+    node: input.node,
+    accelerator: { key: s?.key ?? input.gpuKey, name: s?.name ?? null },
     device:
       s === null
         ? null
         : { key: s.key, name: s.name, totalBytes: s.totalBytes, observedUsedBytes: s.usedBytes, processes: s.processes, health: s.health, sampledAtUs: s.sampledAtUs },
+    queueDepth: input.queueDepth ?? 0,
     pressure: input.pressure,
     controls: input.controls ?? DEFAULT_CONTROLS,
   };

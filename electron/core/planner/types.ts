@@ -44,6 +44,7 @@ export type ReasonCode =
   | 'TELEMETRY_STALE'
   | 'TELEMETRY_MISSING'
   | 'PRESSURE_DEFERS_BACKGROUND'
+  | 'PRESSURE_RELIEVED_BY_EVICTION'
   | 'EXTERNAL_GPU_PRESSURE'
   | 'INSUFFICIENT_CAPACITY'
   | 'EXCEEDS_DEVICE'
@@ -61,8 +62,16 @@ export interface Reason {
   pendingBytes?: number;
   capacityBytes?: number;
   unmanagedExternalBytes?: number;
+  /** How old the sample is (clock-derived: in the record, not in the fingerprint). */
   sampleAgeUs?: number;
+  /** The policy's limit on a sample's age. */
+  staleAfterUs?: number;
+  /** The tracked (physical) level. */
   pressure?: PressureLevel;
+  /** The level once the plan's evictions (or every permitted eviction, for a rejection) are done. */
+  pressureAfterEvictions?: PressureLevel;
+  /** Physical use left once those evictions are done. */
+  usedAfterEvictionsBytes?: number;
   capability?: string;
   health?: DeviceHealth;
 }
@@ -79,6 +88,8 @@ export interface PlanRequest {
   /** The envelope's peak: measured on an earlier load, or estimated from the GGUF. */
   peakBytes: number;
   peakSource: 'MEASURED' | 'ESTIMATED';
+  /** The weight the engine joins the registry with (its share of the GPU's time). */
+  weight: number;
 }
 
 export interface DeviceState {
@@ -104,6 +115,8 @@ export interface ManagedResident {
   idleSinceUs: number;
   /** Its envelope's peak: stands in for its use when the driver cannot attribute memory. */
   envelopeBytes: number;
+  /** Its weight in the registry. */
+  weight: number;
 }
 
 /** Memory promised to a load in progress. */
@@ -122,10 +135,22 @@ export interface OperatorControls {
   allowedCapabilities: readonly string[] | null;
 }
 
+/** The device a plan is for, known even when its telemetry is not: the name is null then. */
+export interface Accelerator {
+  key: string;
+  name: string | null;
+}
+
 export interface PlannerSnapshot {
   nowUs: number;
-  /** null: no telemetry for the device at all. */
+  /** The host name of the machine the plan is made on. */
+  node: string;
+  accelerator: Accelerator;
+  /** null: no telemetry for the device at all. A sample however old is given as it is: the
+   *  planner judges its age (TELEMETRY_STALE) against the policy. */
   device: DeviceState | null;
+  /** Requests waiting in the gateway's line when the plan is made (0 where there is no gateway). */
+  queueDepth: number;
   residents: readonly ManagedResident[];
   leases: readonly Lease[];
   pressure: PressureLevel;
@@ -162,13 +187,20 @@ export interface PlacementPlan {
   attribution: Attribution;
   breakdown: Breakdown;
   request: PlanRequest;
+  node: string;
+  accelerator: Accelerator;
   device: { key: string; name: string; health: DeviceHealth } | null;
-  /** Eligible state: what the device could offer at planning time. */
-  eligible: { pressure: PressureLevel; sampleAgeUs: number | null };
-  residents: { id: string; pid: number; priority: Priority; busy: boolean; pinned: boolean; usedBytes: number }[];
+  /** Eligible state: what the device could offer at planning time. `pressure` is the tracked
+   *  (physical) level, the one the UI and /metrics show; `pressureAfterEvictions` the level the
+   *  plan was judged by once its own evictions are done. */
+  eligible: { pressure: PressureLevel; pressureAfterEvictions: PressureLevel; sampleAgeUs: number | null; staleAfterUs: number };
+  /** The gateway's line when the plan was made, and the policy's limit on it. */
+  queue: { depth: number; maxDepth: number };
+  residents: { id: string; pid: number; priority: Priority; busy: boolean; pinned: boolean; weight: number; usedBytes: number }[];
   evictions: Eviction[];
   /** Schedulable bytes before, and what would be left after placing the request (after the
-   *  evictions); negative when it does not fit. */
+   *  evictions, with the schedulable figure worked out again on the use that remains); negative
+   *  when it does not fit. */
   headroomBeforeBytes: number;
   headroomAfterBytes: number;
   plannedAtUs: number;

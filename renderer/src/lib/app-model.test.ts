@@ -7,14 +7,14 @@ const T0 = 1_700_000_000_000_000;
 const at = (wallMs: number, perfMs = wallMs): { wallMs: number; perfMs: number } => ({ wallMs, perfMs });
 
 describe('applyEvent', () => {
-  it('keeps a timeline sample per device per state, for the last 12 s', () => {
+  it('keeps a timeline sample per device per state, for the last 62 s (the longest zoom and a margin)', () => {
     let model = initialModel();
-    for (let i = 0; i < 60; i++) model = applyEvent(model, { type: 'state', state: appState({ wallUs: T0 + i * 250_000 }) }, at(i * 250));
+    for (let i = 0; i < 300; i++) model = applyEvent(model, { type: 'state', state: appState({ wallUs: T0 + i * 250_000 }) }, at(i * 250));
     const history = model.history['GPU-1234'] ?? [];
-    expect(history.length).toBe(49);
-    expect(history[history.length - 1]?.wallUs).toBe(T0 + 59 * 250_000);
-    expect(history[0]?.peers).toEqual([{ slot: 0, name: 'qwen-chat', active: true, busyPct: 50 }]);
-    expect(history[0]?.receivedAtMs).toBe(11 * 250);
+    expect(history.length).toBe(249);
+    expect(history[history.length - 1]?.wallUs).toBe(T0 + 299 * 250_000);
+    expect(history[0]?.peers).toEqual([{ slot: 0, name: 'qwen-chat', active: true, busyPct: 50, sharePct: 100 }]);
+    expect(history[0]?.receivedAtMs).toBe(51 * 250);
   });
 
   it('restarts the history when the core clock steps back', () => {

@@ -7,15 +7,15 @@
 import type { AppEvent, AppState, EngineView, PlacementPlan } from '../../../electron/core/contract.js';
 import { expireRows, markAgedOut, reconcileRows, type DisplayRow } from './age.js';
 import type { TimelineSample } from './timeline-model.js';
-import { TIMELINE_SPAN_US } from './timeline-model.js';
+import { MAX_TIMELINE_SPAN_US } from './timeline-model.js';
 
 export const LOG_LINES_KEPT = 200;
 export const PLANS_KEPT = 500;
 export const NOTICE_MS = 8000;
 /** Window overshoots kept per engine (the timeline's hover summarises them). */
 export const OVERSHOOTS_KEPT = 64;
-/** History kept per device: the timeline's span plus a margin for the clock estimate. */
-export const HISTORY_US = TIMELINE_SPAN_US + 2_000_000;
+/** History kept per device: the timeline's longest span plus a margin for the clock estimate. */
+export const HISTORY_US = MAX_TIMELINE_SPAN_US + 2_000_000;
 
 export interface LogLine {
   stream: 'stdout' | 'stderr';
@@ -75,7 +75,7 @@ function foldState(model: AppModel, state: AppState, stamp: Stamp): AppModel {
     const sample: TimelineSample = {
       wallUs: state.wallUs,
       receivedAtMs: stamp.perfMs,
-      peers: device.peers.map((peer) => ({ slot: peer.slot, name: peer.name, active: peer.active, busyPct: peer.busyPct })),
+      peers: device.peers.map((peer) => ({ slot: peer.slot, name: peer.name, active: peer.active, busyPct: peer.busyPct, sharePct: peer.sharePct })),
       schedule: device.schedule,
     };
     const previous = model.history[device.key] ?? [];

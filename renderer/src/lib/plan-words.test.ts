@@ -19,8 +19,8 @@ describe('plan words', () => {
       verdict: 'REJECT_CAPACITY',
       reasons: [{ code: 'INSUFFICIENT_CAPACITY', requestedBytes: 6.2 * GiB, schedulableBytes: 3.1 * GiB, freeableBytes: 0, unmanagedExternalBytes: 5 * GiB }],
       residents: [
-        { id: 'coder-1', pid: 2, priority: 'background', busy: true, pinned: false, usedBytes: 8 * GiB },
-        { id: 'qwen-chat-1', pid: 1, priority: 'interactive', busy: true, pinned: true, usedBytes: 9 * GiB },
+        { id: 'coder-1', pid: 2, priority: 'background', busy: true, pinned: false, weight: 1, usedBytes: 8 * GiB },
+        { id: 'qwen-chat-1', pid: 1, priority: 'interactive', busy: true, pinned: true, weight: 3, usedBytes: 9 * GiB },
       ],
     });
     expect(planHeadline(plan, nameOf)).toBe('REJECT_CAPACITY: needs 6.20 GiB, 3.10 GiB schedulable — stop "coder" or close the external process using 5.00 GiB');
@@ -51,6 +51,36 @@ describe('plan words', () => {
     expect(planHeadline(lab, nameOf)).toMatch(/^REJECT_POLICY: lab work is paused — resume it/);
     const health = placementPlan({ verdict: 'REJECT_HEALTH', reasons: [{ code: 'DEVICE_FAILED', health: 'FAILED' }], device: { key: 'k', name: 'n', health: 'FAILED' } });
     expect(planHeadline(health, nameOf)).toBe('REJECT_HEALTH: the device reports FAILED — nothing is placed on it until it recovers');
+  });
+
+  it('says a stale sample with its age and the limit, and tells it from no sample at all', () => {
+    const stale = placementPlan({ verdict: 'QUEUE', reasons: [{ code: 'TELEMETRY_STALE', requestedBytes: 4 * GiB, sampleAgeUs: 4_200_000, staleAfterUs: 2_000_000 }] });
+    expect(planHeadline(stale, nameOf)).toBe('QUEUE: TELEMETRY_STALE: the device\'s last sample is 4.2 s old (limit 2.0 s) — it is planned again when a fresh sample arrives; check the GPU driver if it does not');
+    expect(reasonLines(stale)).toEqual(['TELEMETRY_STALE: the last sample is 4.2 s old, past the 2.0 s limit; nothing is schedulable until a fresh one arrives']);
+    const future = placementPlan({ verdict: 'QUEUE', reasons: [{ code: 'TELEMETRY_STALE', requestedBytes: 4 * GiB, sampleAgeUs: -3_000_000, staleAfterUs: 2_000_000 }] });
+    expect(planHeadline(future, nameOf)).toContain('last sample is stamped 3.0 s in the future (limit 2.0 s)');
+    const missing = placementPlan({ verdict: 'QUEUE', reasons: [{ code: 'TELEMETRY_MISSING', requestedBytes: 4 * GiB }] });
+    expect(planHeadline(missing, nameOf)).toBe('QUEUE: TELEMETRY_MISSING: no telemetry for this device yet — it is planned again when a sample arrives; check the GPU driver if none does');
+  });
+
+  it('says when pressure is ours to relieve, and when it is not', () => {
+    const relieved = placementPlan({
+      verdict: 'ADMIT_AFTER_EVICTION',
+      reasons: [
+        { code: 'FITS_AFTER_EVICTION', requestedBytes: 6.6 * GiB, schedulableBytes: 0, freeableBytes: 11.75 * GiB },
+        { code: 'PRESSURE_RELIEVED_BY_EVICTION', pressure: 'CRITICAL', pressureAfterEvictions: 'NORMAL', usedAfterEvictionsBytes: 11.75 * GiB },
+      ],
+      evictions: [{ id: 'embed-1', pid: 5, priority: 'lab', freedBytes: 11.75 * GiB, idleForUs: 900e6 }],
+      breakdown: { ...placementPlan().breakdown, schedulableBytes: 0, requirementBytes: 6.6 * GiB },
+    });
+    expect(planHeadline(relieved, nameOf)).toBe('ADMIT_AFTER_EVICTION: needs 6.60 GiB, 0 B schedulable — stops idle "embed" first, freeing 11.75 GiB (memory pressure CRITICAL → NORMAL)');
+    expect(reasonLines(relieved)[1]).toBe('PRESSURE_RELIEVED_BY_EVICTION: memory pressure is CRITICAL, NORMAL once the idle engines are stopped (11.75 GiB left in use)');
+    const external = placementPlan({
+      verdict: 'REJECT_CAPACITY',
+      reasons: [{ code: 'EXTERNAL_GPU_PRESSURE', pressure: 'CRITICAL', pressureAfterEvictions: 'CRITICAL', requestedBytes: 640 * 1024 ** 2, freeableBytes: 0.5 * GiB, usedAfterEvictionsBytes: 23 * GiB, unmanagedExternalBytes: 23 * GiB }],
+    });
+    expect(planHeadline(external, nameOf)).toBe('REJECT_CAPACITY: memory pressure is CRITICAL even after stopping the idle engines it may — close the external processes using 23.00 GiB');
+    expect(reasonLines(external)).toEqual(['EXTERNAL_GPU_PRESSURE: memory pressure is CRITICAL, still CRITICAL after stopping every idle engine it may (512.0 MiB freed, 23.00 GiB left in use): 23.00 GiB is used by processes GPU Share did not start']);
   });
 
   it('describes the request and shortens the fingerprint', () => {

@@ -40,6 +40,7 @@ export function reasonLines(plan: Pick<PlacementPlan, 'reasons'>): string[] {
 }
 
 const b = (n: number | undefined): string => (n === undefined || !Number.isFinite(n) ? '—' : formatBytes(n));
+const seconds = (us: number | undefined): string => (us === undefined || !Number.isFinite(us) ? '—' : (us / 1e6).toFixed(1));
 const quoteList = (names: readonly string[]): string => names.map((name) => `"${name}"`).join(', ');
 
 /** Engine id → display name (the engines list); unknown ids show as the id. */
@@ -59,10 +60,18 @@ export function planHeadline(plan: PlacementPlan, nameOf: NameOf): string {
     case 'ADMIT_AFTER_EVICTION': {
       const names = plan.evictions.map((e) => nameOf(e.id));
       const freed = plan.evictions.reduce((sum, e) => sum + e.freedBytes, 0);
-      return `ADMIT_AFTER_EVICTION: needs ${b(request)}, ${b(schedulable)} schedulable — stops idle ${quoteList(names)} first, freeing ${b(freed)}`;
+      const relieved = firstReason(plan, 'PRESSURE_RELIEVED_BY_EVICTION');
+      const pressure = relieved === undefined ? '' : ` (memory pressure ${relieved.pressure ?? '—'} → ${relieved.pressureAfterEvictions ?? '—'})`;
+      return `ADMIT_AFTER_EVICTION: needs ${b(request)}, ${b(schedulable)} schedulable — stops idle ${quoteList(names)} first, freeing ${b(freed)}${pressure}`;
     }
     case 'QUEUE': {
       const reason = firstReason(plan, 'WAIT_FOR_LEASES', 'WAIT_FOR_BUSY_ENGINES', 'TELEMETRY_STALE', 'TELEMETRY_MISSING', 'PRESSURE_DEFERS_BACKGROUND');
+      if (reason?.code === 'TELEMETRY_STALE') {
+        const age = reason.sampleAgeUs ?? 0;
+        const old = age < 0 ? `stamped ${seconds(-age)} s in the future` : `${seconds(age)} s old`;
+        return `QUEUE: TELEMETRY_STALE: the device's last sample is ${old} (limit ${seconds(reason.staleAfterUs)} s) — it is planned again when a fresh sample arrives; check the GPU driver if it does not`;
+      }
+      if (reason?.code === 'TELEMETRY_MISSING') return 'QUEUE: TELEMETRY_MISSING: no telemetry for this device yet — it is planned again when a sample arrives; check the GPU driver if none does';
       const why = reason === undefined ? 'waiting' : explainReason(reason);
       return `QUEUE: ${why} — it is planned again on the next change`;
     }
@@ -70,6 +79,11 @@ export function planHeadline(plan: PlacementPlan, nameOf: NameOf): string {
       const reason = firstReason(plan, 'INSUFFICIENT_CAPACITY', 'EXCEEDS_DEVICE', 'EXTERNAL_GPU_PRESSURE');
       if (reason?.code === 'EXCEEDS_DEVICE') {
         return `REJECT_CAPACITY: needs ${b(reason.requestedBytes)}, more than this device can offer (${b(reason.capacityBytes)}) — use a smaller model or fewer GPU layers`;
+      }
+      if (reason?.code === 'EXTERNAL_GPU_PRESSURE') {
+        // Stopping our own idle engines was considered and does not relieve it: only the others can.
+        const external = reason.unmanagedExternalBytes ?? plan.breakdown.unmanagedExternalBytes;
+        return `REJECT_CAPACITY: memory pressure is CRITICAL even after stopping the idle engines it may — close the external processes using ${b(external)}`;
       }
       const stoppable = plan.residents
         .filter((r) => !r.pinned)

@@ -1,7 +1,23 @@
 import { describe, expect, it } from 'vitest';
 import type { ScheduleView } from '../../../electron/core/contract.js';
 import { buildSchedule } from '../../../electron/core/pacer/schedule.js';
-import { buildTimeline, coreClockOffsetUs, debugView, FpsMeter, hitTest, overshootSummary, SAMPLE_HOLD_US, timeAt, TIMELINE_SPAN_US, xOf, type TimelineSample } from './timeline-model.js';
+import {
+  AXIS_HEIGHT,
+  axisTicks,
+  buildTimeline,
+  coreClockOffsetUs,
+  debugView,
+  FpsMeter,
+  hitTest,
+  MIN_TICK_SPACING,
+  overshootSummary,
+  SAMPLE_HOLD_US,
+  timeAt,
+  TIMELINE_SPAN_US,
+  TIMELINE_SPANS_US,
+  xOf,
+  type TimelineSample,
+} from './timeline-model.js';
 
 const NOW = 1_700_000_000_000_000; // a multiple of 80 ms and 100 ms periods
 const W = 1000;
@@ -23,8 +39,8 @@ const twoPeers = scheduleView([
   { slot: 3, share: 0.25 },
 ]);
 const peers = [
-  { slot: 1, name: 'chat', active: true, busyPct: 100 },
-  { slot: 3, name: 'coder', active: true, busyPct: 50 },
+  { slot: 1, name: 'chat', active: true, busyPct: 100, sharePct: 75 },
+  { slot: 3, name: 'coder', active: true, busyPct: 50, sharePct: 25 },
 ];
 
 /** Samples every 250 ms over the last `seconds`. */
@@ -119,8 +135,8 @@ describe('buildTimeline', () => {
 
   it('draws no ran block for an idle peer and no window without a schedule', () => {
     const idle = [
-      { slot: 1, name: 'chat', active: true, busyPct: 100 },
-      { slot: 3, name: 'coder', active: false, busyPct: 90 },
+      { slot: 1, name: 'chat', active: true, busyPct: 100, sharePct: 100 },
+      { slot: 3, name: 'coder', active: false, busyPct: 90, sharePct: 0 },
     ];
     const model = buildTimeline([sample(NOW - 1_000_000, twoPeers, idle)], { nowUs: NOW, width: W, height: H });
     expect(model.rects.filter((r) => r.kind === 'ran' && r.slot === 3)).toHaveLength(0);
@@ -169,7 +185,7 @@ describe('hitTest and debugView', () => {
     if (lane3 === undefined) throw new Error('no lane');
     // slot 3's window is the last 40 ms of each period: the 4 px before a boundary.
     const hit = hitTest(model, W - 2, lane3.top + 1);
-    expect(hit).toEqual({ slot: 3, name: 'coder', lengthUs: 40_000, share: 0.25, stallBoundUs: 120_000, periodUs: 160_000, busyPct: 50 });
+    expect(hit).toEqual({ slot: 3, name: 'coder', startUs: NOW - 40_000, agoUs: 40_000, lengthUs: 40_000, share: 0.25, stallBoundUs: 120_000, periodUs: 160_000, busyPct: 50 });
     expect(hitTest(model, W - 14, lane3.top + 1)).toBeNull();
     expect(hitTest(model, W - 2, H + 10)).toBeNull();
   });
@@ -180,7 +196,7 @@ describe('hitTest and debugView', () => {
     expect(debug.ranPerSlot['3']).toBe(63);
     expect(debug.periodUs).toBe(160_000);
     expect(debug.fps).toBe(58);
-    expect(debug.lanes).toEqual([
+    expect(debug.lanes.map((lane) => ({ slot: lane.slot, name: lane.name }))).toEqual([
       { slot: 1, name: 'chat' },
       { slot: 3, name: 'coder' },
     ]);
@@ -214,5 +230,49 @@ describe('overshootSummary', () => {
     expect(overshootSummary(values)).toEqual({ windows: 100, maxUs: 1000, p95Us: 950 });
     expect(overshootSummary([300, Number.NaN, -1])).toEqual({ windows: 1, maxUs: 300, p95Us: 300 });
     expect(overshootSummary([])).toBeNull();
+  });
+});
+
+describe('the lanes and the axis', () => {
+  it('keeps every lane and everything drawn above the axis, whatever the height', () => {
+    for (const height of [60, 152, 481, 900]) {
+      const model = buildTimeline(steady(12), { nowUs: NOW, width: W, height, axisHeight: AXIS_HEIGHT });
+      expect(model.lanesBottom).toBe(height - AXIS_HEIGHT);
+      for (const lane of model.lanes) expect(lane.top + lane.height).toBeLessThanOrEqual(model.lanesBottom + 1e-9);
+      for (const rect of model.rects) {
+        expect(rect.y + rect.h).toBeLessThanOrEqual(model.lanesBottom + 1e-9);
+        expect(rect.x).toBeGreaterThanOrEqual(-1e-9);
+        expect(rect.x + rect.w).toBeLessThanOrEqual(W + 1e-9);
+      }
+      expect(debugView(model, 60, 0).drawnBottom).toBeLessThanOrEqual(model.lanesBottom + 1e-9);
+    }
+  });
+
+  it('gives each lane its peer\'s share', () => {
+    const model = buildTimeline(steady(12), { nowUs: NOW, width: W, height: H });
+    expect(model.lanes.map((lane) => [lane.slot, lane.sharePct])).toEqual([[1, 75], [3, 25]]);
+  });
+
+  it('labels round ticks back from now, at least MIN_TICK_SPACING apart, for every zoom and width', () => {
+    expect(axisTicks({ nowUs: NOW, spanUs: 10_000_000, width: 1000 }).map((t) => t.label)).toEqual(['now', '−1 s', '−2 s', '−3 s', '−4 s', '−5 s', '−6 s', '−7 s', '−8 s', '−9 s', '−10 s']);
+    expect(axisTicks({ nowUs: NOW, spanUs: 2_000_000, width: 600 }).map((t) => t.label)).toEqual(['now', '−250 ms', '−500 ms', '−750 ms', '−1 s', '−1.25 s', '−1.5 s', '−1.75 s', '−2 s']);
+    expect(axisTicks({ nowUs: NOW, spanUs: 60_000_000, width: 500 }).map((t) => t.label)).toEqual(['now', '−10 s', '−20 s', '−30 s', '−40 s', '−50 s', '−60 s']);
+    for (const spanUs of TIMELINE_SPANS_US) {
+      for (const width of [300, 640, 1200, 1800]) {
+        const ticks = axisTicks({ nowUs: NOW, spanUs, width });
+        expect(ticks[0]?.x).toBe(width);
+        for (let i = 1; i < ticks.length; i++) expect((ticks[i - 1]?.x ?? 0) - (ticks[i]?.x ?? 0)).toBeGreaterThanOrEqual(MIN_TICK_SPACING - 1e-9);
+        for (const tick of ticks) expect(tick.x).toBeGreaterThanOrEqual(-1e-6);
+      }
+    }
+    expect(axisTicks({ nowUs: NOW, spanUs: 10_000_000, width: 0 })).toEqual([]);
+  });
+
+  it('draws a 2 s zoom with wider windows than 10 s, and a 60 s one over a minute of history', () => {
+    const history = steady(70);
+    const at = (spanUs: number) => buildTimeline(history, { nowUs: NOW, width: W, height: H, spanUs });
+    const width = (spanUs: number) => at(spanUs).rects.find((r) => r.kind === 'window' && r.slot === 1 && r.x > 10 && r.x < W - 200)?.w ?? 0;
+    expect(width(2_000_000)).toBeCloseTo(5 * width(10_000_000), 6);
+    expect(debugView(at(60_000_000), 0, 0).windowsPerSlot['1']).toBeGreaterThanOrEqual(Math.floor(60_000_000 / twoPeers.periodUs));
   });
 });

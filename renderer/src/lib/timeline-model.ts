@@ -19,13 +19,23 @@
 import type { ScheduleView, ScheduleWindowView } from '../../../electron/core/contract.js';
 
 export const TIMELINE_SPAN_US = 10_000_000;
+/** The zoom levels: the last 2 s (windows readable at a ~90 ms period), 10 s, a minute. */
+export const TIMELINE_SPANS_US: readonly number[] = [2_000_000, TIMELINE_SPAN_US, 60_000_000];
+/** The longest span: the history the dashboard keeps. */
+export const MAX_TIMELINE_SPAN_US = 60_000_000;
 export const SAMPLE_HOLD_US = 2_000_000;
+/** Height of the time axis under the lanes, px. */
+export const AXIS_HEIGHT = 22;
+/** Labelled ticks at least this far apart, px. */
+export const MIN_TICK_SPACING = 64;
 
 export interface SamplePeer {
   slot: number;
   name: string;
   active: boolean;
   busyPct: number;
+  /** Its share of the device, 0–100 (0 when idle). */
+  sharePct: number;
 }
 
 /** One `state` event as the timeline keeps it. */
@@ -59,6 +69,16 @@ export interface Lane {
   name: string;
   top: number;
   height: number;
+  /** Its share in the newest sample that lists it, 0–100. */
+  sharePct: number;
+}
+
+/** A labelled tick of the time axis: "now", "−2 s", "−500 ms". */
+export interface AxisTick {
+  x: number;
+  /** µs before now. */
+  agoUs: number;
+  label: string;
 }
 
 export interface TimelineRect {
@@ -79,7 +99,10 @@ export interface TimelineRect {
 export interface TimelineModel {
   transform: Transform;
   height: number;
+  /** Where the lanes end and the axis begins: nothing of the lanes is drawn below it. */
+  lanesBottom: number;
   lanes: Lane[];
+  ticks: AxisTick[];
   /** Windows first, then the ran blocks over them: paint in order. */
   rects: TimelineRect[];
   /** x of each period boundary inside the covered time. */
@@ -97,6 +120,26 @@ export interface TimelineOptions {
   laneGap?: number;
   /** Lanes grow to fill the height up to this, px (two peers need not be 200 px tall). */
   maxLaneHeight?: number;
+  /** Room for the time axis under the lanes, px (0: no axis). */
+  axisHeight?: number;
+}
+
+const TICK_STEPS_US: readonly number[] = [100_000, 250_000, 500_000, 1_000_000, 2_000_000, 5_000_000, 10_000_000, 15_000_000, 30_000_000, 60_000_000];
+
+function tickLabel(agoUs: number): string {
+  if (agoUs === 0) return 'now';
+  return agoUs < 1_000_000 ? `−${Math.round(agoUs / 1000)} ms` : `−${Number((agoUs / 1e6).toFixed(2))} s`;
+}
+
+/** Labelled ticks counted back from now (so they stand still while time flows under them), the
+ *  smallest round step that keeps labels MIN_TICK_SPACING apart. Pure. */
+export function axisTicks(transform: Transform): AxisTick[] {
+  if (!(transform.width > 0) || !(transform.spanUs > 0)) return [];
+  const pxPerUs = transform.width / transform.spanUs;
+  const step = TICK_STEPS_US.find((us) => us * pxPerUs >= MIN_TICK_SPACING) ?? transform.spanUs;
+  const ticks: AxisTick[] = [];
+  for (let agoUs = 0; agoUs <= transform.spanUs + 1e-6; agoUs += step) ticks.push({ x: transform.width - agoUs * pxPerUs, agoUs, label: tickLabel(agoUs) });
+  return ticks;
 }
 
 export const MAX_LANE_HEIGHT = 64;
@@ -132,6 +175,7 @@ export function buildTimeline(samples: readonly TimelineSample[], options: Timel
   const spanUs = options.spanUs ?? TIMELINE_SPAN_US;
   const width = Math.max(0, options.width);
   const height = Math.max(0, options.height);
+  const lanesBottom = Math.max(0, height - Math.max(0, options.axisHeight ?? 0));
   const transform: Transform = { nowUs: options.nowUs, spanUs, width };
   const visibleStart = options.nowUs - spanUs;
   const visibleEnd = options.nowUs;
@@ -151,12 +195,12 @@ export function buildTimeline(samples: readonly TimelineSample[], options: Timel
   });
 
   // Lanes: every peer present in a visible sample, named as in the newest one.
-  const names = new Map<number, string>();
-  for (const { sample } of intervals) for (const peer of sample.peers) names.set(peer.slot, peer.name);
+  const names = new Map<number, { name: string; sharePct: number }>();
+  for (const { sample } of intervals) for (const peer of sample.peers) names.set(peer.slot, { name: peer.name, sharePct: Number.isFinite(peer.sharePct) ? peer.sharePct : 0 });
   const slots = [...names.keys()].sort((a, b) => a - b);
   const gap = options.laneGap ?? 4;
-  const laneHeight = slots.length === 0 ? 0 : Math.min(options.maxLaneHeight ?? MAX_LANE_HEIGHT, Math.max(0, (height - gap * (slots.length - 1)) / slots.length));
-  const lanes: Lane[] = slots.map((slot, i) => ({ slot, name: names.get(slot) ?? `slot ${slot}`, top: i * (laneHeight + gap), height: laneHeight }));
+  const laneHeight = slots.length === 0 ? 0 : Math.min(options.maxLaneHeight ?? MAX_LANE_HEIGHT, Math.max(0, (lanesBottom - gap * (slots.length - 1)) / slots.length));
+  const lanes: Lane[] = slots.map((slot, i) => ({ slot, name: names.get(slot)?.name ?? `slot ${slot}`, sharePct: names.get(slot)?.sharePct ?? 0, top: i * (laneHeight + gap), height: laneHeight }));
   const laneOf = new Map(lanes.map((lane) => [lane.slot, lane]));
 
   // Consecutive intervals under the same schedule form one run, so that a window crossing a
@@ -206,12 +250,15 @@ export function buildTimeline(samples: readonly TimelineSample[], options: Timel
 
   const newest = sorted[sorted.length - 1];
   const current = newest !== undefined && newest.wallUs + SAMPLE_HOLD_US >= visibleEnd && validSchedule(newest.schedule) ? newest.schedule : null;
-  return { transform, height, lanes, rects: [...windowRects, ...ranRects], periodLines, current };
+  return { transform, height, lanesBottom, lanes, ticks: options.axisHeight === undefined || options.axisHeight <= 0 ? [] : axisTicks(transform), rects: [...windowRects, ...ranRects], periodLines, current };
 }
 
 export interface HoverInfo {
   slot: number;
   name: string;
+  /** When the hovered window began, and µs before now. */
+  startUs: number;
+  agoUs: number;
   lengthUs: number;
   share: number;
   stallBoundUs: number;
@@ -230,6 +277,8 @@ export function hitTest(model: TimelineModel, x: number, y: number): HoverInfo |
       return {
         slot: rect.slot,
         name: lane.name,
+        startUs: rect.startUs,
+        agoUs: Math.max(0, model.transform.nowUs - rect.startUs),
         lengthUs: rect.window.lengthUs,
         share: rect.window.share,
         stallBoundUs: rect.window.stallBoundUs,
@@ -253,8 +302,13 @@ export interface TimelineDebug {
   windowsPerSlot: Record<string, number>;
   /** Slot → "ran" blocks drawn. */
   ranPerSlot: Record<string, number>;
-  lanes: { slot: number; name: string }[];
+  lanes: { slot: number; name: string; top: number; height: number }[];
   periodLines: number;
+  /** The lanes' bottom edge, and the lowest edge of anything drawn in them (≤ lanesBottom). */
+  lanesBottom: number;
+  drawnBottom: number;
+  /** The axis labels, left to right. */
+  ticks: string[];
   /** Frames painted per second, measured over the last second. */
   fps: number;
   drawnAtMs: number;
@@ -275,8 +329,11 @@ export function debugView(model: TimelineModel, fps: number, drawnAtMs: number):
     periodUs: model.current?.periodUs ?? null,
     windowsPerSlot,
     ranPerSlot,
-    lanes: model.lanes.map((lane) => ({ slot: lane.slot, name: lane.name })),
+    lanes: model.lanes.map((lane) => ({ slot: lane.slot, name: lane.name, top: lane.top, height: lane.height })),
     periodLines: model.periodLines.length,
+    lanesBottom: model.lanesBottom,
+    drawnBottom: Math.max(0, ...model.rects.map((rect) => rect.y + rect.h), ...model.lanes.map((lane) => lane.top + lane.height)),
+    ticks: [...model.ticks].sort((a, b) => a.x - b.x).map((tick) => tick.label),
     fps,
     drawnAtMs,
   };
