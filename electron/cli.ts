@@ -3,6 +3,7 @@
  * get one line naming the flag and exit code 2; runtime failures exit 1.
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadRegistryHelper } from '../native/helper.js';
@@ -54,9 +55,20 @@ const checkLoopbackUrl = (raw: string): Checked<string> => {
 const oneOf = <T extends string>(values: readonly T[]) => (raw: string): Checked<T> =>
   (values as readonly string[]).includes(raw) ? { ok: true, value: raw as T } : { ok: false, message: `must be one of ${values.join(', ')} (got ${JSON.stringify(raw)})` };
 
+/** The package's version, from package.json two folders above this file (dist/electron/). */
+export function packageVersion(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'package.json'), 'utf8')) as { version?: unknown };
+    return typeof pkg.version === 'string' ? pkg.version : 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
+
 export function buildProgram(run: (work: () => Promise<number>) => void): Command {
   const program = new Command('gpu-share')
     .description('Share one GPU between local LLM engines: registry, pacer and VRAM planner.')
+    .version(packageVersion(), '-V, --version', 'print the version')
     .showHelpAfterError(false)
     .enablePositionalOptions()
     .exitOverride();
@@ -192,18 +204,19 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
     .addOption(new Option('--weight <w>', 'weight (default: the profile\'s, or its priority\'s)').argParser(parser(checkWeight)))
     .addOption(new Option('--priority <p>', 'interactive, background or lab').argParser(parser(oneOf(['interactive', 'background', 'lab'] as const))))
     .addOption(new Option('--threads <n>', 'CPU threads for the built-in engine').argParser(parser(wholeNumber(1, 1024))))
+    .addOption(new Option('--port <port>', "the engine's own HTTP port (built-in and llama-server engines; default: any free one)").argParser(parser(wholeNumber(1, 65_535))))
     .option('--sim <file>', 'simulated telemetry from a JSON file (also $GPU_SHARE_SIM)')
     .option('--data-dir <dir>', 'profiles, envelopes and engine state', defaultDataDir())
     .exitOverride()
     .action(
-      (profile: string | undefined, opts: { model?: string; ctx?: number; weight?: number; priority?: 'interactive' | 'background' | 'lab'; threads?: number; sim?: string; dataDir: string }) =>
+      (profile: string | undefined, opts: { model?: string; ctx?: number; weight?: number; priority?: 'interactive' | 'background' | 'lab'; threads?: number; port?: number; sim?: string; dataDir: string }) =>
         run(async () => {
           const { PlanCommandError } = await import('./core/commands/plan.js');
           if ((profile === undefined) === (opts.model === undefined)) throw new PlanCommandError('give either a profile id or --model FILE.gguf');
           const { runLaunch } = await import('./core/commands/launch.js');
           const helper = loadRegistryHelper();
           return runLaunch(
-            { profile, model: opts.model, contextSize: opts.ctx, weight: opts.weight, priority: opts.priority, simFile: opts.sim, dataDir: opts.dataDir, threads: opts.threads, launchers, tty: process.stderr.isTTY === true },
+            { profile, model: opts.model, contextSize: opts.ctx, weight: opts.weight, priority: opts.priority, simFile: opts.sim, dataDir: opts.dataDir, threads: opts.threads, port: opts.port, launchers, tty: process.stderr.isTTY === true },
             processIo,
             systemClock(() => helper.wallUs()),
           );
@@ -224,7 +237,7 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
 
   program
     .command('engines')
-    .description('list the engines gpu-share launch runs on this machine')
+    .description('list the engines running for a data folder: those of gpu-share launch, serve and the app')
     .option('--data-dir <dir>', 'profiles, envelopes and engine state', defaultDataDir())
     .option('--json', 'print JSON', false)
     .exitOverride()
@@ -249,8 +262,14 @@ export function main(argv: readonly string[]): void {
       },
     );
   };
+  const program = buildProgram(run);
+  // Bare `gpu-share`: the help, on stdout, and success (it was asked for, not a mistake).
+  if (argv.length <= 2) {
+    process.stdout.write(program.helpInformation());
+    return;
+  }
   try {
-    buildProgram(run).parse([...argv], { from: 'node' });
+    program.parse([...argv], { from: 'node' });
   } catch (error) {
     if (error instanceof CommanderError) {
       // Commander has already printed the message (or the help).

@@ -32,6 +32,7 @@ import type { Settings } from './settings.js';
 import { launchSpecFor } from './engines/launch-spec.js';
 import { ProfileError, ProfileNotFoundError, ProfileStore } from './engines/profiles.js';
 import { spawnEngineProcess } from './engines/spawn.js';
+import { removeEngineFile, writeEngineFile } from './engines/engine-files.js';
 import { Supervisor, SupervisorError, type EngineStatus, type LaunchSpec, type SupervisorEvent } from './engines/supervisor.js';
 import { buildSchedule, stallBoundUs } from './pacer/schedule.js';
 import { EnvelopeStore } from './planner/envelopes.js';
@@ -398,7 +399,13 @@ class GpuShareCore implements Core {
         this.emit({ type: 'plan', plan: event.plan });
         return;
       case 'state':
-        if (event.engine.state === 'crashed' || event.engine.state === 'stopped') this.releaseSlotOf(event.engine);
+        if (event.engine.state === 'crashed' || event.engine.state === 'stopped') {
+          this.releaseSlotOf(event.engine);
+          removeEngineFile(this.dataDir, process.pid, event.engine.id);
+        } else if (event.engine.state === 'running') {
+          // `gpu-share engines` on this data folder lists it.
+          this.guardFs(() => writeEngineFile(this.dataDir, { id: event.engine.id, profileId: event.engine.profileId, name: event.engine.name, kind: event.engine.kind, pid: event.engine.pid, supervisorPid: process.pid, port: event.engine.port, gpuKey: this.gpuKey, startedAt: new Date(event.engine.startedAtUs / 1000).toISOString() }));
+        }
         this.emit({ type: 'engine', engine: this.engineView(event.engine) });
         if (event.engine.state === 'crashed') this.log(`${event.engine.name}: crashed (${event.engine.exitSignal ?? `exit code ${String(event.engine.exitCode)}`})`);
         return;
@@ -434,6 +441,15 @@ class GpuShareCore implements Core {
       if (this.lastRegistryProblem.get(key) !== message) this.log(`registry ${key}: ${message}`);
       this.lastRegistryProblem.set(key, message);
       return [];
+    }
+  }
+
+  /** A listing file that cannot be written costs `gpu-share engines` its line, nothing else. */
+  private guardFs(work: () => void): void {
+    try {
+      work();
+    } catch (error) {
+      this.log(`engines folder: ${error instanceof Error ? error.message : String(error)}`);
     }
   }
 
