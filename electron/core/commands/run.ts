@@ -12,7 +12,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { constants as osConstants } from 'node:os';
-import type { RegistryHelper } from '../../../native/helper.js';
+import { RegistryError, type RegistryHelper } from '../../../native/helper.js';
 import type { ProcessControl } from '../../../native/process-control.js';
 import { monotonicUs, systemClock } from '../clock.js';
 import { segmentName } from '../registry/abi.js';
@@ -130,7 +130,16 @@ export function exitCodeOf(code: number | null, signal: NodeJS.Signals | null): 
 
 export async function runPaced(options: RunOptions, io: CommandIo, helper: RegistryHelper, control: ProcessControl): Promise<number> {
   const clock = systemClock(() => helper.wallUs());
-  const segment = RegistrySegment.openForJoin(helper, options.gpuKey);
+  // A registry that cannot be opened (refused: another user's, a FIFO, a link; foreign) leaves the
+  // command unpaced, as a full one does: it runs either way, with one warning line.
+  let segment: RegistrySegment | null = null;
+  let unpacedBecause = '';
+  try {
+    segment = RegistrySegment.openForJoin(helper, options.gpuKey);
+  } catch (error) {
+    if (!(error instanceof RegistryError)) throw error;
+    unpacedBecause = error.message;
+  }
   // Started before the command: from its first instant, our death ends its tree.
   const watchdog = startWatchdog(TREE_GRACE_MS);
   // Under a supervisor our stdin is its lifeline pipe (see onParentGone): the command does not get
@@ -144,7 +153,7 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
   });
   if (spawned !== null || child.pid === undefined) {
     watchdog.close();
-    segment.close();
+    segment?.close();
     io.err(`gpu-share: cannot start ${JSON.stringify(options.command)}: ${spawned?.message ?? 'no pid'}`);
     return 127;
   }
@@ -197,7 +206,15 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
     control.release(pid);
   };
 
-  const paced = new RegistryMember(segment, clock, {
+  if (segment === null) {
+    io.err(`gpu-share: ${unpacedBecause}; running ${options.command} unpaced`);
+    const code = await exited;
+    cleanupSignals();
+    await settleTree();
+    return code;
+  }
+  const registry = segment;
+  const paced = new RegistryMember(registry, clock, {
     pid,
     ownerPid: process.pid,
     bootUs: clock.wallUs(),
@@ -215,13 +232,13 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
     const code = await exited;
     cleanupSignals();
     await settleTree();
-    segment.close();
+    registry.close();
     return code;
   }
   const observer = new RegistryObserver(clock, false);
   const metrics = activityChoice.url === undefined ? null : metricsActivity(activityChoice.url, cpuActivity(control), { apiKey: activityChoice.apiKey });
   const activityLine = describeActivity(activityChoice.url, activityChoice.detected, control.cpuTimeUs(pid) !== null);
-  io.err(`${bootLogLine(options.gpuKey, slot, options.weight, observer.peers(segment).length)}; activity: ${activityLine}`);
+  io.err(`${bootLogLine(options.gpuKey, slot, options.weight, observer.peers(registry).length)}; activity: ${activityLine}`);
 
   const activity = metrics ?? cpuActivity(control);
   const watcher = new RegistryObserver(clock, true);
@@ -229,7 +246,7 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
     clock,
     control,
     activity,
-    peers: () => watcher.peers(segment),
+    peers: () => watcher.peers(registry),
   });
   pacer.add(pid, paced);
   gate = pacer;
@@ -288,7 +305,7 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
   pacer.remove(pid);
   await settleTree();
   paced.leave();
-  segment.close();
+  registry.close();
   process.off('exit', resumeOnExit);
   return code;
 }
