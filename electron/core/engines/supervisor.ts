@@ -25,6 +25,7 @@ import { parseHostLine } from './host-protocol.js';
 import { parsePacerLine } from '../pacer/overshoot.js';
 import type { EngineKind } from './profiles.js';
 import { ENGINE_SECRET_ENV, newEngineSecret } from './engine-secret.js';
+import { LLAMA_SERVER_DEFAULT_PORT } from '../pacer/server-activity.js';
 
 export type { EngineKind };
 
@@ -143,8 +144,7 @@ export interface LaunchResult {
   engine: EngineStatus | null;
 }
 
-/** llama-server listens here unless told `--port`. */
-export const LLAMA_SERVER_DEFAULT_PORT = 8080;
+export { LLAMA_SERVER_DEFAULT_PORT };
 
 /** Graceful stop: SIGTERM, then SIGKILL after this long. */
 export const STOP_GRACE_MS = 10_000;
@@ -200,11 +200,14 @@ export function commandFor(spec: LaunchSpec, deps: Pick<SupervisorDeps, 'launche
     }
     case 'llama-server': {
       // Its /metrics (with in-flight requests) tells activity; CPU time when it does not answer.
+      // Started with an API key, its /metrics asks for it: `run` finds it on this command line.
       const args = [...model, '-c', String(spec.contextSize), '-ngl', String(spec.gpuLayers), '--metrics', ...apiKey, ...spec.args];
-      return { command: nodePath, args: paced(spec.command ?? 'llama-server', args, `http://127.0.0.1:${healthPortOf(spec) ?? LLAMA_SERVER_DEFAULT_PORT}/metrics`), env };
+      return { command: nodePath, args: paced(spec.command ?? 'llama-server', args, metricsUrlOf(spec)), env };
     }
     case 'llamafile':
-      return { command: nodePath, args: paced(spec.command ?? 'llamafile', [...model, '-c', String(spec.contextSize), '-ngl', String(spec.gpuLayers), ...apiKey, ...spec.args]), env };
+      // Its server is llama.cpp's: /metrics when the profile's args hold --metrics (not every
+      // llamafile knows the flag, so it is not added); CPU time otherwise.
+      return { command: nodePath, args: paced(spec.command ?? 'llamafile', [...model, '-c', String(spec.contextSize), '-ngl', String(spec.gpuLayers), ...apiKey, ...spec.args], metricsUrlOf(spec)), env };
     case 'command':
       if (spec.command === null) throw new SupervisorError(`${spec.profileId}: a command engine needs a command`);
       return { command: nodePath, args: paced(spec.command, spec.args), env };
@@ -229,13 +232,23 @@ export function declaredPortOf(args: readonly string[]): number | null {
  *  opencoti-llamafile: their `--port`, else 8080); null for kinds without one. */
 export function healthPortOf(spec: Pick<LaunchSpec, 'kind' | 'args'>): number | null {
   if (spec.kind !== 'llama-server' && spec.kind !== 'llamafile' && spec.kind !== 'opencoti-llamafile') return null;
-  return declaredPortOf(spec.args) ?? LLAMA_SERVER_DEFAULT_PORT;
+  return serverPortOf(spec);
 }
 
 /** Does an engine of this spec answer HTTP on a port we know once it runs? Every kind but a
  *  command that declares no `--port` (the built-in engine reports its own port when ready). */
 export function servesHttp(spec: Pick<LaunchSpec, 'kind' | 'args'>): boolean {
   return spec.kind !== 'command' || declaredPortOf(spec.args) !== null;
+}
+
+/** The port a llama.cpp server (llama-server, llamafile) listens on: `--port`, else 8080. */
+function serverPortOf(spec: Pick<LaunchSpec, 'args'>): number {
+  return declaredPortOf(spec.args) ?? LLAMA_SERVER_DEFAULT_PORT;
+}
+
+/** Where a llama.cpp server's activity is read. */
+function metricsUrlOf(spec: Pick<LaunchSpec, 'args'>): string {
+  return `http://127.0.0.1:${serverPortOf(spec)}/metrics`;
 }
 
 /** Poll http://127.0.0.1:PORT/health every 250 ms until it answers 200 (true), or `still()` turns
