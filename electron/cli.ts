@@ -3,12 +3,14 @@
  * get one line naming the flag and exit code 2; runtime failures exit 1.
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadRegistryHelper } from '../native/helper.js';
 import { systemClock } from './core/clock.js';
 import { processIo } from './core/commands/io.js';
 import { defaultDataDir } from './core/paths.js';
+import { shareRegistries } from './core/registry/segment.js';
 import { checkGpuKey, checkIntervalMs, checkName, checkWeight, checkWholeNumber, type Checked } from './core/registry/validate.js';
 
 // Each command's module is imported when it runs: `plan` and `launch` bring node-llama-cpp and
@@ -37,6 +39,8 @@ const gpuIndexOption = (): Option =>
 /** The device key of a command: as given, or found by telemetry (imported only then). */
 const deviceKey = async (opts: { gpuKey?: string; gpu?: number }, wallUs: () => number): Promise<string> =>
   (await import('./core/commands/keys.js')).resolveGpuKey({ gpuKey: opts.gpuKey, gpu: opts.gpu }, wallUs);
+const sharedRegistryOption = (): Option =>
+  new Option('--shared-registry', "accept other users' registry segments and create ours for every local user (mode 0666): trusts every local user").default(false);
 const intervalOption = (): Option =>
   new Option('--interval <ms>', 'refresh interval for --watch, in milliseconds').argParser(parser(checkIntervalMs)).default(500);
 
@@ -54,12 +58,27 @@ const checkLoopbackUrl = (raw: string): Checked<string> => {
 const oneOf = <T extends string>(values: readonly T[]) => (raw: string): Checked<T> =>
   (values as readonly string[]).includes(raw) ? { ok: true, value: raw as T } : { ok: false, message: `must be one of ${values.join(', ')} (got ${JSON.stringify(raw)})` };
 
+/** The package's version, from package.json two folders above this file (dist/electron/). */
+export function packageVersion(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'package.json'), 'utf8')) as { version?: unknown };
+    return typeof pkg.version === 'string' ? pkg.version : 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
+
 export function buildProgram(run: (work: () => Promise<number>) => void): Command {
   const program = new Command('gpu-share')
     .description('Share one GPU between local LLM engines: registry, pacer and VRAM planner.')
+    .version(packageVersion(), '-V, --version', 'print the version')
     .showHelpAfterError(false)
     .enablePositionalOptions()
     .exitOverride();
+  // --shared-registry holds for this process and every engine or supervisor it starts.
+  program.hook('preAction', (_program, command) => {
+    if (command.opts()['sharedRegistry'] === true) shareRegistries();
+  });
 
   program
     .command('join')
@@ -71,6 +90,7 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
     .option('--active', 'mark this peer active (it wants the GPU now)', false)
     .option('--watch', "print this peer's /gpu/peers view as a JSON line every interval", false)
     .addOption(intervalOption())
+    .addOption(sharedRegistryOption())
     .exitOverride()
     .action((opts: { gpuKey?: string; gpu?: number; weight: number; name?: string; active: boolean; watch: boolean; interval: number }) =>
       run(async () => {
@@ -91,6 +111,7 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
     .option('--json', 'print the exact /gpu/peers JSON', false)
     .option('--watch', 'refresh every interval (JSON: one line per refresh)', false)
     .addOption(intervalOption())
+    .addOption(sharedRegistryOption())
     .exitOverride()
     .action((opts: { gpuKey?: string; gpu?: number; json: boolean; watch: boolean; interval: number }) =>
       run(async () => {
@@ -109,6 +130,7 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
     .description('list the devices found (index, key, name, memory, telemetry source) and the registries of this user with their live peers')
     .option('--json', 'print JSON', false)
     .addOption(new Option('--remove <key>', 'delete the registry segment of this key (only when no peer in it is alive)').argParser(parser(checkGpuKey)))
+    .addOption(sharedRegistryOption())
     .exitOverride()
     .action((opts: { json: boolean; remove?: string }) =>
       run(async () => (await import('./core/commands/devices.js')).runDevices({ json: opts.json, remove: opts.remove }, processIo, loadRegistryHelper())),
@@ -127,6 +149,7 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
     .argument('<command>', 'the command to run (after --)')
     .argument('[args...]', 'its arguments')
     .passThroughOptions()
+    .addOption(sharedRegistryOption())
     .exitOverride()
     .action((command: string, args: string[], opts: { gpuKey?: string; gpu?: number; weight: number; name?: string; exitWithParent: boolean; activityUrl?: string }) =>
       run(async () => {
@@ -192,18 +215,20 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
     .addOption(new Option('--weight <w>', 'weight (default: the profile\'s, or its priority\'s)').argParser(parser(checkWeight)))
     .addOption(new Option('--priority <p>', 'interactive, background or lab').argParser(parser(oneOf(['interactive', 'background', 'lab'] as const))))
     .addOption(new Option('--threads <n>', 'CPU threads for the built-in engine').argParser(parser(wholeNumber(1, 1024))))
+    .addOption(new Option('--port <port>', "the engine's own HTTP port (built-in and llama-server engines; default: any free one)").argParser(parser(wholeNumber(1, 65_535))))
     .option('--sim <file>', 'simulated telemetry from a JSON file (also $GPU_SHARE_SIM)')
     .option('--data-dir <dir>', 'profiles, envelopes and engine state', defaultDataDir())
+    .addOption(sharedRegistryOption())
     .exitOverride()
     .action(
-      (profile: string | undefined, opts: { model?: string; ctx?: number; weight?: number; priority?: 'interactive' | 'background' | 'lab'; threads?: number; sim?: string; dataDir: string }) =>
+      (profile: string | undefined, opts: { model?: string; ctx?: number; weight?: number; priority?: 'interactive' | 'background' | 'lab'; threads?: number; port?: number; sim?: string; dataDir: string }) =>
         run(async () => {
           const { PlanCommandError } = await import('./core/commands/plan.js');
           if ((profile === undefined) === (opts.model === undefined)) throw new PlanCommandError('give either a profile id or --model FILE.gguf');
           const { runLaunch } = await import('./core/commands/launch.js');
           const helper = loadRegistryHelper();
           return runLaunch(
-            { profile, model: opts.model, contextSize: opts.ctx, weight: opts.weight, priority: opts.priority, simFile: opts.sim, dataDir: opts.dataDir, threads: opts.threads, launchers, tty: process.stderr.isTTY === true },
+            { profile, model: opts.model, contextSize: opts.ctx, weight: opts.weight, priority: opts.priority, simFile: opts.sim, dataDir: opts.dataDir, threads: opts.threads, port: opts.port, launchers, tty: process.stderr.isTTY === true },
             processIo,
             systemClock(() => helper.wallUs()),
           );
@@ -217,6 +242,7 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
     .option('--sim <file>', 'simulated telemetry from a JSON file (also $GPU_SHARE_SIM)')
     .option('--data-dir <dir>', 'settings, profiles, envelopes and the API token', defaultDataDir())
     .addOption(new Option('--queue-limit <n>', "gateway requests that may wait at once, more get 429 (default: the policy's, 32; an override is recorded in the policy's revision)").argParser(parser(wholeNumber(1, 100_000))))
+    .addOption(sharedRegistryOption())
     .exitOverride()
     .action((opts: { port?: number; sim?: string; dataDir: string; queueLimit?: number }) =>
       run(async () => (await import('./core/commands/serve.js')).runServe({ port: opts.port ?? null, simFile: opts.sim, dataDir: opts.dataDir, launchers, queueLimit: opts.queueLimit }, processIo, loadRegistryHelper())),
@@ -224,7 +250,7 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
 
   program
     .command('engines')
-    .description('list the engines gpu-share launch runs on this machine')
+    .description('list the engines running for a data folder: those of gpu-share launch, serve and the app')
     .option('--data-dir <dir>', 'profiles, envelopes and engine state', defaultDataDir())
     .option('--json', 'print JSON', false)
     .exitOverride()
@@ -249,8 +275,14 @@ export function main(argv: readonly string[]): void {
       },
     );
   };
+  const program = buildProgram(run);
+  // Bare `gpu-share`: the help, on stdout, and success (it was asked for, not a mistake).
+  if (argv.length <= 2) {
+    process.stdout.write(program.helpInformation());
+    return;
+  }
   try {
-    buildProgram(run).parse([...argv], { from: 'node' });
+    program.parse([...argv], { from: 'node' });
   } catch (error) {
     if (error instanceof CommanderError) {
       // Commander has already printed the message (or the help).

@@ -11,10 +11,10 @@ import { loadRegistryHelper } from '../native/helper.js';
 import { startApiServer, type ApiServer } from './core/api/server.js';
 import { startCore } from './core/app.js';
 import type { Core } from './core/app-types.js';
-import type { Verdict } from './core/contract.js';
+import { DEFAULT_API_PORT, type Verdict } from './core/contract.js';
 import { defaultDataDir, rendererDir } from './core/paths.js';
+import { openNodeSettings } from './core/settings.js';
 import { setupIpc } from './shell/ipc.js';
-import { openAppSettings } from './shell/settings-store.js';
 import { createShellExtras } from './shell/shell-extras.js';
 import { setupTray } from './shell/tray.js';
 import { createAppSpawn } from './shell/utility-spawn.js';
@@ -60,11 +60,22 @@ function rendererLocation(): RendererLocation {
   return origin === null ? { kind: 'file', indexPath: join(rendererDir(), 'index.html') } : { kind: 'origin', origin };
 }
 
+/** GPU_SHARE_API_PORT: the API's port for this run instead of the settings' (a second copy of the
+ *  app beside another, a test on a free port); the settings file keeps its own. */
+function apiPortOverride(): number | null {
+  const text = process.env['GPU_SHARE_API_PORT'];
+  if (text === undefined || text === '') return null;
+  const port = Number(text);
+  if (Number.isInteger(port) && port >= 1 && port <= 65_535) return port;
+  log(`GPU_SHARE_API_PORT=${text.slice(0, 40)} is not a port (1–65535); using the settings' port`);
+  return null;
+}
+
 /** The loopback API (the gateway, /gpu/peers, the dashboard in a browser). Without it (its port
  *  taken, say by a `gpu-share serve`) the tray and the window still work: it is logged, not
  *  fatal. */
 async function setupApiServer(core: Core, staticDir: string): Promise<ApiServer | null> {
-  const port = core.settings.get().apiPort;
+  const port = apiPortOverride() ?? core.settings.get().apiPort;
   try {
     return await startApiServer({ core, port, staticDir, log });
   } catch (error) {
@@ -102,7 +113,9 @@ async function start(): Promise<void> {
   const onVisibility = setupDock();
   const dataDir = defaultDataDir();
   mkdirSync(dataDir, { recursive: true });
-  const settings = openAppSettings(dataDir);
+  // The same file as `gpu-share serve`, through conf as there (electron-store would add an IPC
+  // listener of its own, outside the contract, that hands any page the userData path).
+  const settings = openNodeSettings(dataDir, DEFAULT_API_PORT);
   const core = await startCore({
     dataDir,
     settings,

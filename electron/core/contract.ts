@@ -352,6 +352,8 @@ export function requireString(value: unknown, field: string, maxLength = 4096): 
 /** The weights the API takes: the registry's range. */
 export const WEIGHT_MIN = MIN_WEIGHT;
 export const WEIGHT_MAX = MAX_WEIGHT;
+/** The weights people pick: marked on the dashboard's slider, offered by the tray. */
+export const WEIGHT_PRESETS: readonly number[] = [0.25, 0.5, 1, 2, 4];
 
 export function requireWeight(value: unknown, field = 'weight'): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value < WEIGHT_MIN || value > WEIGHT_MAX) {

@@ -1,7 +1,6 @@
 /**
- * The app's settings: one JSON schema, stored by conf under plain Node (`gpu-share serve`) and by
- * electron-store in the app (electron-store is conf with Electron's paths), so that both read and
- * write the same file shape. The API token is created here on first start.
+ * The app's settings: one JSON schema, stored by conf in one file that `gpu-share serve` and the
+ * app both open (openNodeSettings). The API token is created here on first start.
  */
 import { randomBytes } from 'node:crypto';
 import Conf from 'conf';
@@ -19,11 +18,14 @@ export type Settings = {
   draining: boolean;
   /** Idle-unload minutes for profiles that do not set their own; null = never. */
   idleUnloadMinutes: number | null;
+  /** Shared registries: accept other users' segments and create ours for every local user
+   *  (mode 0666). This trusts every local user with our engines' pacing; off by default. */
+  sharedRegistry: boolean;
 };
 
 export const SETTINGS_VERSION = 1;
 
-/** JSON schema (per property, as conf and electron-store take it). */
+/** JSON schema (per property, as conf takes it). */
 export const SETTINGS_SCHEMA = {
   version: { type: 'integer', const: 1 },
   apiPort: { type: 'integer', minimum: 1, maximum: 65535 },
@@ -46,6 +48,7 @@ export const SETTINGS_SCHEMA = {
   labPaused: { type: 'boolean' },
   draining: { type: 'boolean' },
   idleUnloadMinutes: { type: ['integer', 'null'], minimum: 0, maximum: 100000 },
+  sharedRegistry: { type: 'boolean' },
 } as const;
 
 export function newToken(): string {
@@ -53,10 +56,10 @@ export function newToken(): string {
 }
 
 export function defaultSettings(apiPort: number): Settings {
-  return { version: 1, apiPort, apiToken: newToken(), gatewayTokens: [], launchAtLogin: false, labPaused: false, draining: false, idleUnloadMinutes: null };
+  return { version: 1, apiPort, apiToken: newToken(), gatewayTokens: [], launchAtLogin: false, labPaused: false, draining: false, idleUnloadMinutes: null, sharedRegistry: false };
 }
 
-/** What the core needs of a settings store (conf and electron-store both fit). */
+/** What the core needs of a settings store. */
 export interface SettingsStore {
   get(): Settings;
   update(patch: Partial<Omit<Settings, 'version'>>): Settings;
@@ -67,7 +70,7 @@ export class SettingsFileError extends Error {
   override readonly name = 'SettingsFileError';
 }
 
-/** A conf-like store (conf under Node, electron-store in Electron) as a SettingsStore. */
+/** A conf-like store as a SettingsStore. */
 export interface ConfLike {
   store: Settings;
   readonly path: string;
@@ -101,7 +104,7 @@ export function settingsConfOptions(apiPort: number): {
   return { configName: 'settings', schema: SETTINGS_SCHEMA, defaults: defaultSettings(apiPort), clearInvalidConfig: false, accessPropertiesByDotNotation: false, configFileMode: 0o600 };
 }
 
-/** The settings file in `dataDir` under plain Node; a bad file is a SettingsFileError naming it. */
+/** The settings file in `dataDir` (serve and the app); a bad file is a SettingsFileError naming it. */
 export function openNodeSettings(dataDir: string, apiPort: number): SettingsStore {
   try {
     const conf = new Conf<Settings>({ cwd: dataDir, fileExtension: 'json', watch: false, ...settingsConfOptions(apiPort) } as ConstructorParameters<typeof Conf<Settings>>[0]);

@@ -4,7 +4,7 @@
  *
  *   GPU Share — RTX 4090 · pacing 3 peers · period 120 ms
  *   ───
- *   ● qwen-chat  50%  ▸  Weight ▸ 0.5 · 1 · 2 · 4 │ Stop │ Kill
+ *   ● qwen-chat  50%  ▸  Weight ▸ 0.25 · 0.5 · 1 · 2 · 4 │ Stop │ Kill
  *   ○ embed (idle)  0%  ▸
  *   ◌ llamafile (peer)  25%  (foreign: read-only)
  *   ───
@@ -15,6 +15,7 @@
  *   Quit GPU Share
  */
 import type { AppState, DeviceView, EngineView, PeerRow, PlacementPlan, Verdict } from '../core/contract.js';
+import { WEIGHT_PRESETS } from '../core/contract.js';
 import { explainReason } from '../core/planner/describe.js';
 
 /** What a click does; tray.ts maps each kind to one core call. */
@@ -36,8 +37,9 @@ export interface TrayMenuItem {
   action: TrayAction | null;
 }
 
-/** The weights the tray offers; the dashboard's slider sets anything from 0.01 to 100. */
-export const WEIGHT_PRESETS: readonly number[] = [0.5, 1, 2, 4];
+/** The tray offers the presets marked on the dashboard's slider (which sets anything from
+ *  WEIGHT_MIN to WEIGHT_MAX, as the CLI and the API do). */
+export { WEIGHT_PRESETS };
 
 const item = (label: string, action: TrayAction | null, enabled = true): TrayMenuItem => ({ label, type: 'normal', checked: false, enabled, submenu: null, action });
 const info = (label: string): TrayMenuItem => item(label, null, false);

@@ -8,7 +8,7 @@
  * Needs `npm run build:ts` and `npm run build:renderer` first (it runs the built CLI and serves
  * the built dashboard); skipped, saying why, when those or Chromium are missing.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -163,7 +163,7 @@ describe.skipIf(missing.length > 0)(`dashboard in Chromium against gpu-share ser
     const stepped = stepWeight(peer.weight, 'ArrowUp');
     await until(async () => ((await peerNamed('tiny'))?.weight === stepped ? true : undefined), 5_000, `weight ${stepped} in the registry`);
     await page.keyboard.press('Home');
-    await until(async () => ((await peerNamed('tiny'))?.weight === 0.1 ? true : undefined), 5_000, 'weight 0.1 in the registry');
+    await until(async () => ((await peerNamed('tiny'))?.weight === 0.01 ? true : undefined), 5_000, 'weight 0.01 (the bottom of the range) in the registry');
 
     const field = row.getByTestId('weight-input');
     await field.fill('250');
@@ -173,6 +173,41 @@ describe.skipIf(missing.length > 0)(`dashboard in Chromium against gpu-share ser
     await field.press('Enter');
     await until(async () => ((await peerNamed('tiny'))?.weight === 2.5 ? true : undefined), 5_000, 'weight 2.5 in the registry');
     await expect.poll(() => slider.getAttribute('data-weight')).toBe('2.5');
+  }, 30_000);
+
+  it('one weight range, 0.01–100, from the number box through the API and the registry to the CLI and back to the slider', async () => {
+    const peer = await until(() => peerNamed('tiny'), 5_000, 'the tiny engine');
+    const row = page.locator(`[data-testid="peer-row"][data-slot="${peer.slot}"]`);
+    const slider = row.getByTestId('weight-slider');
+    const field = row.getByTestId('weight-input');
+    // The slider marks the tray's presets.
+    const marks = await page.locator('datalist#weight-marks option').evaluateAll((options) => options.map((o) => o.getAttribute('label')));
+    expect(marks).toEqual(['0.25', '0.5', '1', '2', '4']);
+    expect(await slider.getAttribute('list')).toBe('weight-marks');
+    // 50 typed in the box: the registry, /gpu/peers and `gpu-share peers` say 50, and the slider
+    // sits where 50 is, short of its end (it used to pin at 10).
+    await field.fill('50');
+    await field.press('Enter');
+    await until(async () => ((await peerNamed('tiny'))?.weight === 50 ? true : undefined), 5_000, 'weight 50 in the registry');
+    const cli = spawnSync(process.execPath, [CLI, 'peers', '--gpu-key', KEY, '--json'], { encoding: 'utf8' });
+    const listed = JSON.parse(cli.stdout) as GpuPeersView;
+    expect([...(listed.self === null ? [] : [listed.self]), ...listed.peers].find((p) => p.pid === peer.pid)?.weight).toBe(50);
+    await expect.poll(() => slider.inputValue()).toBe(String(weightToPosition(50)));
+    expect(weightToPosition(50)).toBeLessThan(SLIDER_STEPS);
+    // Set through the API at the range's ends: the slider and the box follow.
+    const engineId = peer.engineId ?? '';
+    expect((await call(server(), 'PUT', `/api/engines/${engineId}/weight`, { weight: 100 })).status).toBe(200);
+    await expect.poll(() => slider.inputValue(), { timeout: 5_000 }).toBe(String(SLIDER_STEPS));
+    expect(await field.inputValue()).toBe('100');
+    expect((await call(server(), 'PUT', `/api/engines/${engineId}/weight`, { weight: 0.01 })).status).toBe(200);
+    await expect.poll(() => slider.inputValue(), { timeout: 5_000 }).toBe('0');
+    expect(await field.inputValue()).toBe('0.01');
+    // Outside the range: refused by the API and by the CLI alike.
+    expect((await call(server(), 'PUT', `/api/engines/${engineId}/weight`, { weight: 150 })).status).toBe(400);
+    expect(spawnSync(process.execPath, [CLI, 'join', '--gpu-key', KEY, '--weight', '150'], { encoding: 'utf8' }).status).toBe(2);
+    await field.fill('2.5');
+    await field.press('Enter');
+    await until(async () => ((await peerNamed('tiny'))?.weight === 2.5 ? true : undefined), 5_000, 'weight 2.5 again');
   }, 30_000);
 
   it('draws on the timeline the windows /api/state schedules, at a usable frame rate', async () => {
@@ -242,7 +277,7 @@ describe.skipIf(missing.length > 0)(`dashboard in Chromium against gpu-share ser
     const slider = row.getByTestId('weight-slider');
     const box = await slider.boundingBox();
     if (box === null) throw new Error('no slider');
-    // Grab the thumb where the current weight puts it, drag it to the right end (weight 10).
+    // Grab the thumb where the current weight puts it, drag it to the right end (weight 100).
     const from = box.x + (box.width * weightToPosition(before.weight)) / SLIDER_STEPS;
     await page.mouse.move(from, box.y + box.height / 2);
     await page.mouse.down();
@@ -252,10 +287,10 @@ describe.skipIf(missing.length > 0)(`dashboard in Chromium against gpu-share ser
     const after = await until(
       async () => {
         const peer = (await call<GpuPeersView>(server(), 'GET', `/gpu/peers?gpu_key=${KEY}`, undefined, null)).body.peers.find((p) => p.pid === before.pid);
-        return peer !== undefined && peer.weight === 10 ? peer : undefined;
+        return peer !== undefined && peer.weight === 100 ? peer : undefined;
       },
       2_000,
-      'weight 10 in /gpu/peers',
+      'weight 100 in /gpu/peers',
       20,
     );
     expect(Date.now() - released).toBeLessThan(1_000);
@@ -441,6 +476,11 @@ describe.skipIf(missing.length > 0)(`dashboard in Chromium against gpu-share ser
     const total = (await device()).vram?.totalBytes ?? 0;
     const segments = await bar.locator('[data-bytes]').evaluateAll((els) => els.map((el) => Number(el.getAttribute('data-bytes'))));
     expect(segments.length).toBeGreaterThanOrEqual(3);
+    // Every mark on the bar has its legend line; a GPU's memory is VRAM.
+    expect(await page.getByTestId('memory-title').textContent()).toBe('VRAM');
+    const marks = await bar.getByTestId('pressure-mark').count();
+    expect(marks).toBe(3);
+    expect((await bar.getByTestId('mark-legend').allTextContents()).map((text) => text.trim())).toEqual([expect.stringMatching(/^ELEVATED from \d+ % in use$/), expect.stringMatching(/^HIGH from/), expect.stringMatching(/^CRITICAL from/)]);
     expect(Math.abs(segments.reduce((a, b) => a + b, 0) - total)).toBeLessThan(1024 ** 2);
     expect(await page.getByTestId('plan-row').count()).toBeGreaterThanOrEqual(4);
     await page.getByTestId('plan-filter').selectOption('REJECT_HEALTH');
@@ -458,10 +498,38 @@ describe.skipIf(missing.length > 0)(`dashboard in Chromium against gpu-share ser
     await page.getByTestId('nav-settings').click();
     expect(await page.getByTestId('api-port').textContent()).toBe(String(server().port));
     expect(await page.getByTestId('api-token').textContent()).not.toContain(server().token);
-    await page.getByRole('button', { name: 'Show' }).click();
+    await page.getByRole('button', { name: 'Show', exact: true }).click();
     expect(await page.getByTestId('api-token').textContent()).toBe(server().token);
     expect(await page.getByTestId('policy-revision').textContent()).toContain('m10-v1');
   });
+
+  it('"Use it" in Settings and on a running engine: base URL, model id, the token masked until shown, and a curl line the gateway answers', async () => {
+    await page.getByTestId('nav-settings').click();
+    const panel = page.getByTestId('use-it');
+    expect(await panel.getByTestId('base-url').textContent()).toBe(`${server().base}/v1`);
+    await panel.getByTestId('model-id').selectOption('chat');
+    const masked = await panel.getByTestId('curl-line').textContent();
+    expect(masked).not.toContain(server().token);
+    expect(await panel.getByTestId('client-setup').textContent()).not.toContain(server().token);
+    await panel.getByTestId('reveal-token').click();
+    const curl = (await panel.getByTestId('curl-line').textContent()) ?? '';
+    expect(curl).toContain(`Bearer ${server().token}`);
+    expect(await panel.getByTestId('client-setup').textContent()).toContain(`api_key="${server().token}"`);
+    // The line as shown, run by a shell: the gateway answers it from the tiny engine.
+    const answered = spawnSync('sh', ['-c', curl], { encoding: 'utf8', timeout: 60_000 });
+    expect(answered.status, answered.stderr).toBe(0);
+    const reply = JSON.parse(answered.stdout) as { object?: string; choices?: { message?: { content?: string } }[] };
+    expect(reply.object).toBe('chat.completion');
+    expect(typeof reply.choices?.[0]?.message?.content).toBe('string');
+
+    await page.getByTestId('nav-models').click();
+    const card = page.locator('[data-testid="profile-card"][data-profile="tiny"]');
+    await card.getByTestId('use-it-open').click();
+    const mine = card.getByTestId('engine-use-it');
+    expect(await mine.getByTestId('model-id').textContent()).toBe('chat');
+    expect(await mine.getByTestId('curl-line').textContent()).toContain(`${server().base}/v1/chat/completions`);
+    expect(await mine.getByTestId('curl-line').textContent()).not.toContain(server().token);
+  }, 90_000);
 
   it('fits 800×600: every view without a page-wide horizontal scroll, the peers table included', async () => {
     await page.setViewportSize({ width: 800, height: 600 });

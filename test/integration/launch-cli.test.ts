@@ -1,6 +1,8 @@
-/** `gpu-share launch` and `gpu-share engines` end to end, on simulated telemetry. */
+/** `gpu-share launch` and `gpu-share engines` end to end, on simulated telemetry; `--version` and
+ *  the bare command. */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -8,7 +10,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ProfileStore } from '../../electron/core/engines/profiles.js';
 import { GiB } from '../../electron/core/planner/policy.js';
 import { TINY_GGUF_SPEC, writeGguf } from '../fixtures/gguf.js';
-import { BURN_ENGINE, CLI, exitOf } from '../fixtures/procs.js';
+import { BURN_ENGINE, CLI, exitOf, ROOT, until } from '../fixtures/procs.js';
+import { call, startServe } from '../fixtures/serve.js';
 import { removeSegment } from '../fixtures/segments.js';
 
 let dir = '';
@@ -44,27 +47,81 @@ function cli(args: string[]): { code: number | null; stdout: string; stderr: str
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-async function launch(args: string[]): Promise<{ child: ChildProcess; running: string }> {
+async function launch(args: string[]): Promise<{ child: ChildProcess; running: string; stderr: string[] }> {
   const child = spawn(process.execPath, [CLI, 'launch', '--sim', sim, '--data-dir', dataDir, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);
+  const stderr: string[] = [];
+  createInterface({ input: child.stderr }).on('line', (line) => stderr.push(line));
   const running = await new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stdout }).on('line', (line) => line.startsWith('running:') && resolve(line));
-    child.once('exit', (code) => reject(new Error(`launch exited ${code}`)));
+    child.once('exit', (code) => reject(new Error(`launch exited ${code}:\n${stderr.join('\n')}`)));
   });
-  return { child, running };
+  return { child, running, stderr };
+}
+
+/** A port nobody listens on right now. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
 }
 
 describe('gpu-share launch', () => {
-  it('launches the built-in engine on a model, lists it, shows it in peers, and stops on SIGINT', async () => {
-    const { child, running } = await launch(['--model', model, '--ctx', '256', '--threads', '1']);
-    expect(running).toMatch(/^running: tiny \(builtin, pid \d+, weight 3\) at http:\/\/127\.0\.0\.1:\d+/);
+  it('launches the built-in engine on a model at the --port asked, lists it, shows it in peers, and says "stopped" on SIGINT', async () => {
+    const port = await freePort();
+    const { child, running, stderr } = await launch(['--model', model, '--ctx', '256', '--threads', '1', '--port', String(port)]);
+    expect(running).toMatch(new RegExp(`^running: tiny \\(builtin, pid \\d+, weight 3\\) at http://127\\.0\\.0\\.1:${port};`));
+    expect((await fetch(`http://127.0.0.1:${port}/health`)).status).toBe(200);
     const engines = JSON.parse(cli(['engines', '--data-dir', dataDir, '--json']).stdout) as { engines: { name: string; kind: string }[] };
     expect(engines.engines).toEqual([expect.objectContaining({ name: 'tiny', kind: 'builtin' })]);
     const peers = JSON.parse(cli(['peers', '--gpu-key', KEY, '--json']).stdout) as { peers: { name: string }[] };
     expect(peers.peers.map((p) => p.name)).toContain('tiny');
     child.kill('SIGINT');
     expect((await exitOf(child)).code).toBe(0);
+    expect(stderr.at(-1)).toBe('stopped tiny');
     expect(cli(['engines', '--data-dir', dataDir]).stdout).toContain('no engines running');
+  });
+
+  it('refuses --port for an engine that picks its own, naming the flag', () => {
+    const store = new ProfileStore({ dataDir });
+    if (store.get('burner-port') === undefined) store.create({ id: 'burner-port', name: 'burner-port', capabilities: ['chat'], engineKind: 'command', command: process.execPath, args: [BURN_ENGINE], contextSize: 1, priority: 'background' });
+    const refused = cli(['launch', 'burner-port', '--port', '9000', '--sim', sim, '--data-dir', dataDir]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('--port');
+    expect(cli(['launch', '--model', model, '--port', '70000', '--sim', sim, '--data-dir', dataDir]).code).toBe(2);
+  });
+
+  it('lists the engines of a running serve for the same data folder, and none once it stops', async () => {
+    const serveData = join(dir, 'serve-data');
+    const served = await startServe({ dataDir: serveData, sim });
+    try {
+      await call(served, 'POST', '/api/profiles', { id: 'served-burner', name: 'served-burner', capabilities: ['burn'], engineKind: 'command', command: process.execPath, args: [BURN_ENGINE, '--mode', 'unaware', '--duration-s', '30'], contextSize: 256, priority: 'background' });
+      expect((await call(served, 'POST', '/api/engines', { profileId: 'served-burner' })).status).toBe(202);
+      const listed = await until(() => {
+        const engines = (JSON.parse(cli(['engines', '--data-dir', serveData, '--json']).stdout) as { engines: { name: string; kind: string; supervisorPid: number }[] }).engines;
+        return engines.length > 0 ? engines : undefined;
+      }, 10_000, 'the served engine listed');
+      expect(listed).toEqual([expect.objectContaining({ name: 'served-burner', kind: 'command', supervisorPid: served.child.pid })]);
+      expect(cli(['engines', '--data-dir', serveData]).stdout).toContain('served-burner');
+    } finally {
+      await served.stop();
+    }
+    expect(cli(['engines', '--data-dir', serveData]).stdout).toContain('no engines running');
+  }, 40_000);
+});
+
+describe('gpu-share itself', () => {
+  it('prints its version, and its help on stdout when run bare', () => {
+    const version = cli(['--version']);
+    expect(version.code).toBe(0);
+    expect(version.stdout.trim()).toBe((JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version);
+    const bare = cli([]);
+    expect(bare.code).toBe(0);
+    expect(bare.stdout).toContain('Usage: gpu-share');
+    expect(bare.stdout).toContain('launch');
+    expect(bare.stderr).toBe('');
   });
 
   it('launches a command profile under the process gate', async () => {

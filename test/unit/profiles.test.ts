@@ -185,8 +185,8 @@ describe('validation', () => {
   });
 });
 
-describe('the JSON schema (what conf and electron-store enforce)', () => {
-  // No `defaults` option: the schema's own defaults must make an empty store valid (electron-store).
+describe('the JSON schema (what conf enforces)', () => {
+  // No `defaults` option: the schema's own defaults must make an empty store valid.
   const schemaStore = (): Conf<Record<string, unknown>> =>
     new Conf<Record<string, unknown>>({ cwd: tmp(), configName: 'schema-check', ...profilesConfSchema(), clearInvalidConfig: false });
 

@@ -36,19 +36,20 @@ describe('tray menu', () => {
     expect(menu[0]?.enabled).toBe(false);
   });
 
-  it('gives a managed peer Weight ▸ 0.5 · 1 · 2 · 4 with its weight checked, Stop and Kill', () => {
+  it('gives a managed peer Weight ▸ 0.25 · 0.5 · 1 · 2 · 4 (the slider\'s marks) with its weight checked, Stop and Kill', () => {
     const row = find(buildTrayMenu(sketchState()), '● qwen-chat');
     expect(row.type).toBe('submenu');
     const actions = submenuOf(row);
     expect(labels(actions)).toEqual(['Weight', 'Stop', 'Kill']);
     const weights = submenuOf(find(actions, 'Weight'));
     expect(weights.map((w) => [w.label, w.type, w.checked])).toEqual([
+      ['0.25', 'radio', false],
       ['0.5', 'radio', false],
       ['1', 'radio', false],
       ['2', 'radio', true],
       ['4', 'radio', false],
     ]);
-    expect(weights[3]?.action).toEqual({ kind: 'setWeight', engineId: 'qwen-chat-1', weight: 4 });
+    expect(weights[4]?.action).toEqual({ kind: 'setWeight', engineId: 'qwen-chat-1', weight: 4 });
     expect(find(actions, 'Stop').action).toEqual({ kind: 'stop', engineId: 'qwen-chat-1' });
     expect(find(actions, 'Kill').action).toEqual({ kind: 'kill', engineId: 'qwen-chat-1' });
   });
@@ -59,7 +60,7 @@ describe('tray menu', () => {
     if (first === undefined) throw new Error('fixture');
     first.weight = 1.5;
     const weights = submenuOf(find(submenuOf(find(buildTrayMenu(state), '● qwen-chat')), 'Weight'));
-    expect(labels(weights)).toEqual(['0.5', '1', '1.5 (current)', '2', '4']);
+    expect(labels(weights)).toEqual(['0.25', '0.5', '1', '1.5 (current)', '2', '4']);
     const current = find(weights, '1.5');
     expect([current.checked, current.enabled, current.action]).toEqual([true, false, null]);
     expect(weights.filter((w) => w.checked)).toHaveLength(1);

@@ -1,9 +1,10 @@
 /**
  * `gpu-share launch PROFILE | --model FILE`: plan, launch and supervise one engine in the
- * foreground, with a progress bar while it loads; Ctrl-C stops it gracefully. `gpu-share engines`
- * lists the engines launched this way on this machine (from state files in the data folder).
+ * foreground, with a progress bar while it loads; Ctrl-C stops it gracefully and says "stopped".
+ * `gpu-share engines` lists the engines running for a data folder: those of `launch`, `serve` and
+ * the app (engine-files.ts).
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, join } from 'node:path';
 import type { Clock } from '../clock.js';
@@ -18,7 +19,9 @@ import { residentBytesOf } from '../telemetry/resident.js';
 import { ProfileStore, type Profile } from '../engines/profiles.js';
 import { launchSpecFor } from '../engines/launch-spec.js';
 import { spawnEngineProcess } from '../engines/spawn.js';
+import { parseHostLine } from '../engines/host-protocol.js';
 import { Supervisor, type SupervisorEvent } from '../engines/supervisor.js';
+import { listEngines, removeEngineFile, writeEngineFile } from '../engines/engine-files.js';
 import { exitCodeForPlan, PlanCommandError } from './plan.js';
 import { stopSignals, type CommandIo } from './io.js';
 
@@ -32,8 +35,20 @@ export interface LaunchOptions {
   dataDir: string;
   threads: number | undefined;
   launchers: { nodePath: string; cliPath: string; builtinHostPath: string };
+  /** The engine's own HTTP port (built-in and llama-server engines); undefined = its default. */
+  port?: number | undefined;
   /** Draw the progress bar in place (a terminal) rather than a line per 10 %. */
   tty: boolean;
+}
+
+/** Engine arguments with `--port N` in place of any they had. Pure. */
+export function withPort(args: readonly string[], port: number): string[] {
+  const kept: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === '--port') i++;
+    else if (!(args[i] ?? '').startsWith('--port=')) kept.push(args[i] ?? '');
+  }
+  return [...kept, '--port', String(port)];
 }
 
 /** A profile, or an ad-hoc built-in one for --model. */
@@ -69,24 +84,17 @@ function resolveProfile(options: LaunchOptions): Profile {
   };
 }
 
+/** A warning from an engine's side: the built-in host's warn/error events, `gpu-share run`'s lines. */
+export function engineWarning(stream: 'stdout' | 'stderr', line: string): string | null {
+  if (stream === 'stderr') return line.startsWith('gpu-share: ') ? line.slice('gpu-share: '.length) : null;
+  const event = parseHostLine(line);
+  return event?.event === 'log' && event.level !== 'info' ? event.message : null;
+}
+
 export function progressBar(pct: number, width = 30): string {
   const filled = Math.round((Math.max(0, Math.min(100, pct)) / 100) * width);
   return `[${'#'.repeat(filled)}${' '.repeat(width - filled)}] ${String(Math.round(pct)).padStart(3)} %`;
 }
-
-interface EngineStateFile {
-  id: string;
-  profileId: string;
-  name: string;
-  kind: string;
-  pid: number;
-  supervisorPid: number;
-  port: number | null;
-  gpuKey: string;
-  startedAt: string;
-}
-
-const enginesDir = (dataDir: string): string => join(dataDir, 'engines');
 
 export async function runLaunch(options: LaunchOptions, io: CommandIo, clock: Clock): Promise<number> {
   const profile = resolveProfile(options);
@@ -98,7 +106,10 @@ export async function runLaunch(options: LaunchOptions, io: CommandIo, clock: Cl
   io.err(`telemetry: ${reason}`);
 
   const envelopes = new EnvelopeStore(join(options.dataDir, 'envelopes.json'));
-  const spec = await launchSpecFor(profile, envelopes, { weight: options.weight, priority: options.priority, contextSize: options.contextSize, threads: options.threads });
+  const resolved = await launchSpecFor(profile, envelopes, { weight: options.weight, priority: options.priority, contextSize: options.contextSize, threads: options.threads });
+  if (options.port !== undefined && resolved.kind !== 'builtin' && resolved.kind !== 'llama-server') throw new PlanCommandError(`--port: a ${resolved.kind} engine listens where its own arguments say; --port is for built-in and llama-server engines`);
+  // The engine's port, the last of its arguments (the built-in host and llama-server take the last).
+  const spec = options.port === undefined ? resolved : { ...resolved, args: withPort(resolved.args, options.port) };
 
   let lastDrawn = -10;
   const onEvent = (event: SupervisorEvent): void => {
@@ -108,6 +119,11 @@ export async function runLaunch(options: LaunchOptions, io: CommandIo, clock: Cl
         lastDrawn = event.pct;
         io.err(`loading ${profile.name} ${progressBar(event.pct)}`);
       }
+    } else if (event.kind === 'log') {
+      // What the engine's side says that the user must know: it runs unpaced (a registry it may
+      // not use, a full one), its heartbeat failed.
+      const warning = engineWarning(event.stream, event.line);
+      if (warning !== null) io.err(`${profile.name}: ${warning}`);
     }
   };
   const supervisor = new Supervisor({
@@ -144,50 +160,22 @@ export async function runLaunch(options: LaunchOptions, io: CommandIo, clock: Cl
       io.err(`gpu-share: ${profile.name} exited while starting (${engine.exitSignal ?? `exit code ${engine.exitCode}`}); last lines:\n  ${engine.lastLines.slice(-10).join('\n  ')}`);
       return 1;
     }
-    mkdirSync(enginesDir(options.dataDir), { recursive: true });
-    const stateFile = join(enginesDir(options.dataDir), `${process.pid}.json`);
-    const state: EngineStateFile = { id: engine.id, profileId: profile.id, name: profile.name, kind: profile.engineKind, pid: engine.pid, supervisorPid: process.pid, port: engine.port, gpuKey, startedAt: new Date().toISOString() };
-    writeFileSync(stateFile, `${JSON.stringify(state)}\n`);
+    writeEngineFile(options.dataDir, { id: engine.id, profileId: profile.id, name: profile.name, kind: profile.engineKind, pid: engine.pid, supervisorPid: process.pid, port: engine.port, gpuKey, startedAt: new Date().toISOString() });
     io.out(`running: ${profile.name} (${profile.engineKind}, pid ${engine.pid}, weight ${spec.weight})${engine.port === null ? '' : ` at http://127.0.0.1:${engine.port}`}; Ctrl-C stops it`);
     const final = await Promise.race([signals.stopped.then(() => supervisor.get(engine.id)), supervisor.whenExited(engine.id)]);
-    rmSync(stateFile, { force: true });
+    removeEngineFile(options.dataDir, process.pid, engine.id);
     if (final?.state === 'crashed') {
       io.err(`gpu-share: ${profile.name} crashed (${final.exitSignal ?? `exit code ${final.exitCode}`}); last lines:\n  ${final.lastLines.slice(-10).join('\n  ')}`);
       return 1;
     }
     io.err(`stopping ${profile.name}… (again to stop it at once)`);
     await supervisor.stopAll();
+    io.err(`stopped ${profile.name}`);
     return 0;
   } finally {
     signals.release();
     provider.close();
   }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** The engines `gpu-share launch` runs on this machine; state files of dead launches are removed. */
-export function listEngines(dataDir: string): EngineStateFile[] {
-  const dir = enginesDir(dataDir);
-  if (!existsSync(dir)) return [];
-  const engines: EngineStateFile[] = [];
-  for (const file of readdirSync(dir).filter((f) => f.endsWith('.json'))) {
-    try {
-      const state = JSON.parse(readFileSync(join(dir, file), 'utf8')) as EngineStateFile;
-      if (typeof state.supervisorPid === 'number' && alive(state.supervisorPid)) engines.push(state);
-      else rmSync(join(dir, file), { force: true });
-    } catch {
-      rmSync(join(dir, file), { force: true }); // half-written by a launch that died
-    }
-  }
-  return engines.sort((a, b) => a.startedAt.localeCompare(b.startedAt));
 }
 
 export function runEngines(options: { dataDir: string; json: boolean }, io: CommandIo): number {

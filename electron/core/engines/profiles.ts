@@ -1,9 +1,9 @@
 /**
  * Profiles: what the user can launch. One JSON document, `<data dir>/profiles.json`,
- * `{ "version": 1, "profiles": [...] }`, read and written through `conf` (plain Node: CLI and
- * `gpu-share serve`) with the same JSON schema the Electron shell gives electron-store.
+ * `{ "version": 1, "profiles": [...] }`, read and written through `conf` (the CLI, `gpu-share
+ * serve` and the app alike).
  *
- * Two validators guard it and must agree: `PROFILES_SCHEMA` (ajv, inside conf/electron-store, on
+ * Two validators guard it and must agree: `PROFILES_SCHEMA` (ajv, inside conf, on
  * every read and write) and the hand-written `validateProfile` / `validateProfilesDocument`, which
  * return typed values and say in plain words which JSON path is wrong. The hand validator is the
  * stricter of the two (a name's limit is 47 UTF-8 *bytes*, ids must be unique, text must be
@@ -101,7 +101,7 @@ export function effectiveWeight(profile: Pick<Profile, 'weight' | 'priority'>): 
 }
 
 // ---------------------------------------------------------------------------------------------
-// JSON schema (draft 2020-12, as conf 15 / electron-store 11 compile it with ajv: allErrors,
+// JSON schema (draft 2020-12, as conf 15 compiles it with ajv: allErrors,
 // useDefaults, strict). Plain data, no imports: the Electron shell passes the same object.
 
 const ID_PATTERN = '^[a-z0-9-]{1,40}$';
@@ -164,7 +164,7 @@ export const PROFILE_SCHEMA = {
   ],
 } as const;
 
-/** The whole stored document. `__internal__` is where conf/electron-store keep migration state
+/** The whole stored document. `__internal__` is where conf keeps migration state
  *  (only when migrations are configured); it is tolerated, never interpreted. */
 export const PROFILES_SCHEMA = {
   type: 'object',
@@ -177,7 +177,7 @@ export const PROFILES_SCHEMA = {
   },
 } as const;
 
-/** PROFILES_SCHEMA split the way conf and electron-store take it: `schema` is the `properties`
+/** PROFILES_SCHEMA split the way conf takes it: `schema` is the `properties`
  *  object, `rootSchema` everything else at the top level. */
 export function profilesConfSchema(): {
   schema: (typeof PROFILES_SCHEMA)['properties'];

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { physicalUseFraction, planBars, pressureMarks, stack, vramBar, type StackedBar } from './vram.js';
+import { memoryNoun, physicalUseFraction, planBars, pressureMarks, pressureMarkWords, stack, vramBar, type StackedBar } from './vram.js';
 import { GiB, placementPlan, vramView } from '../test/fixtures.js';
 
 const sum = (bar: StackedBar): number => bar.segments.reduce((acc, s) => acc + s.bytes, 0);
@@ -118,5 +118,20 @@ describe('pressure', () => {
   it('measures physical use as engines plus external', () => {
     expect(physicalUseFraction(vramView())).toBeCloseTo(8 / 24, 9);
     expect(physicalUseFraction(vramView({ totalBytes: 0 }))).toBeNull();
+  });
+});
+
+describe('words for the memory bar', () => {
+  it('calls the host CPU\'s memory "Memory" and a GPU\'s "VRAM"', () => {
+    expect(memoryNoun({ key: 'cpu-0', source: 'cpu' })).toBe('Memory');
+    expect(memoryNoun({ key: 'cpu-0' })).toBe('Memory');
+    expect(memoryNoun({ key: 'GPU-1234', source: 'nvml' })).toBe('VRAM');
+    expect(memoryNoun(null)).toBe('VRAM');
+  });
+
+  it('gives every pressure mark a legend line', () => {
+    const marks = pressureMarks('m10-v1');
+    expect(marks.map(pressureMarkWords)).toEqual(marks.map((m) => `${m.level} from ${Math.round(m.fraction * 100)} % in use`));
+    expect(marks.map((m) => m.level)).toEqual(['ELEVATED', 'HIGH', 'CRITICAL']);
   });
 });

@@ -135,3 +135,14 @@ export function physicalUseFraction(view: VramView): number | null {
   const used = view.engines.reduce((sum, e) => sum + clean(e.bytes), 0) + clean(view.unmanagedExternalBytes);
   return Math.min(1, used / view.totalBytes);
 }
+
+/** What a device's memory is called: the host CPU's is memory (RAM), a GPU's is VRAM. */
+export function memoryNoun(device: { key: string; source?: string | null } | null): 'Memory' | 'VRAM' {
+  if (device === null) return 'VRAM';
+  return device.key === 'cpu-0' || device.source === 'cpu' ? 'Memory' : 'VRAM';
+}
+
+/** The legend line of a pressure mark on the bar. */
+export function pressureMarkWords(mark: PressureMark): string {
+  return `${mark.level} from ${Math.round(mark.fraction * 100)} % in use`;
+}

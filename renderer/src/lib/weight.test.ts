@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createThrottle, isWeightKey, parseWeightInput, positionToWeight, SLIDER_STEPS, stepWeight, weightToPosition, WEIGHT_LADDER, type Timers } from './weight.js';
+import { createThrottle, isWeightKey, parseWeightInput, positionToWeight, SLIDER_STEPS, stepWeight, weightToPosition, WEIGHT_LADDER, WEIGHT_MARKS, type Timers } from './weight.js';
+import { WEIGHT_PRESETS } from '../../../electron/core/contract.js';
 
 /** Timers stepped by hand: nothing sleeps. */
 class ManualTimers implements Timers {
@@ -31,11 +32,21 @@ class ManualTimers implements Timers {
 }
 
 describe('log-scale slider', () => {
-  it('maps the ends to 0.1 and 10 and the middle to 1', () => {
-    expect(positionToWeight(0)).toBe(0.1);
-    expect(positionToWeight(SLIDER_STEPS)).toBe(10);
+  it('spans the contract\'s whole range, 0.01 to 100, with 1 in the middle', () => {
+    expect(positionToWeight(0)).toBe(0.01);
+    expect(positionToWeight(SLIDER_STEPS)).toBe(100);
     expect(positionToWeight(SLIDER_STEPS / 2)).toBe(1);
-    expect(positionToWeight(SLIDER_STEPS / 4)).toBe(0.32);
+    expect(positionToWeight(SLIDER_STEPS / 4)).toBe(0.1);
+    // Every weight the number field takes has its own place on the track: 50 no longer pins it.
+    expect(weightToPosition(50)).toBeLessThan(SLIDER_STEPS);
+    expect(weightToPosition(10)).toBeLessThan(weightToPosition(50));
+    expect(weightToPosition(0.02)).toBeGreaterThan(0);
+  });
+
+  it('marks 0.25, 0.5, 1, 2 and 4, the tray\'s presets, where a drag lands on them', () => {
+    expect(WEIGHT_MARKS).toEqual([0.25, 0.5, 1, 2, 4]);
+    expect(WEIGHT_MARKS).toBe(WEIGHT_PRESETS);
+    for (const mark of WEIGHT_MARKS) expect(positionToWeight(weightToPosition(mark))).toBe(mark);
   });
 
   it('gives equal travel to equal ratios', () => {
@@ -52,7 +63,8 @@ describe('log-scale slider', () => {
     expect(weightToPosition(0.01)).toBe(0);
     expect(weightToPosition(100)).toBe(SLIDER_STEPS);
     expect(weightToPosition(0)).toBe(0);
-    expect(positionToWeight(Number.NaN)).toBe(0.1);
+    expect(weightToPosition(1000)).toBe(SLIDER_STEPS);
+    expect(positionToWeight(Number.NaN)).toBe(0.01);
   });
 });
 
@@ -63,28 +75,29 @@ describe('keyboard steps', () => {
     expect(stepWeight(1, 'ArrowDown')).toBe(0.75);
     expect(stepWeight(1.1, 'ArrowUp')).toBe(1.25);
     expect(stepWeight(1.1, 'ArrowLeft')).toBe(1);
-    expect(stepWeight(10, 'ArrowUp')).toBe(10);
-    expect(stepWeight(0.1, 'ArrowDown')).toBe(0.1);
-    expect(stepWeight(50, 'ArrowDown')).toBe(10);
-    expect(stepWeight(0.02, 'ArrowUp')).toBe(0.1);
+    expect(stepWeight(100, 'ArrowUp')).toBe(100);
+    expect(stepWeight(0.01, 'ArrowDown')).toBe(0.01);
+    expect(stepWeight(50, 'ArrowDown')).toBe(30);
+    expect(stepWeight(40, 'ArrowDown')).toBe(30);
+    expect(stepWeight(0.02, 'ArrowUp')).toBe(0.03);
   });
 
   it('visits every ladder value going up and down', () => {
-    const up = [0.1];
-    while ((up[up.length - 1] ?? 10) < 10) up.push(stepWeight(up[up.length - 1] ?? 10, 'ArrowUp'));
+    const up = [0.01];
+    while ((up[up.length - 1] ?? 100) < 100) up.push(stepWeight(up[up.length - 1] ?? 100, 'ArrowUp'));
     expect(up).toEqual(WEIGHT_LADDER);
-    const down = [10];
-    while ((down[down.length - 1] ?? 0.1) > 0.1) down.push(stepWeight(down[down.length - 1] ?? 0.1, 'ArrowDown'));
+    const down = [100];
+    while ((down[down.length - 1] ?? 0.01) > 0.01) down.push(stepWeight(down[down.length - 1] ?? 0.01, 'ArrowDown'));
     expect(down).toEqual([...WEIGHT_LADDER].reverse());
   });
 
   it('doubles, halves and jumps to the ends', () => {
     expect(stepWeight(1.5, 'PageUp')).toBe(3);
     expect(stepWeight(1.5, 'PageDown')).toBe(0.75);
-    expect(stepWeight(8, 'PageUp')).toBe(10);
-    expect(stepWeight(0.15, 'PageDown')).toBe(0.1);
-    expect(stepWeight(3, 'Home')).toBe(0.1);
-    expect(stepWeight(3, 'End')).toBe(10);
+    expect(stepWeight(80, 'PageUp')).toBe(100);
+    expect(stepWeight(0.015, 'PageDown')).toBe(0.01);
+    expect(stepWeight(3, 'Home')).toBe(0.01);
+    expect(stepWeight(3, 'End')).toBe(100);
     expect(isWeightKey('ArrowUp')).toBe(true);
     expect(isWeightKey('a')).toBe(false);
   });

@@ -1,12 +1,15 @@
 /**
- * The weight control: a log-scale slider over 0.1–10 (equal travel for ×2 anywhere on it, so 0.5
- * → 1 feels like 1 → 2), a number field that takes the contract's full range, keyboard steps, and
- * the throttle that keeps a drag from flooding the core while always sending the final value.
+ * The weight control: a log-scale slider over the contract's whole range, 0.01–100 (equal travel
+ * for ×2 anywhere on it, so 0.5 → 1 feels like 1 → 2), the usual weights marked on it, a number
+ * field over the same range, keyboard steps, and the throttle that keeps a drag from flooding the
+ * core while always sending the final value. The tray, the CLI and the API take the same range.
  */
-import { WEIGHT_MAX, WEIGHT_MIN } from '../../../electron/core/contract.js';
+import { WEIGHT_MAX, WEIGHT_MIN, WEIGHT_PRESETS } from '../../../electron/core/contract.js';
 
-export const SLIDER_MIN_WEIGHT = 0.1;
-export const SLIDER_MAX_WEIGHT = 10;
+export const SLIDER_MIN_WEIGHT = WEIGHT_MIN;
+export const SLIDER_MAX_WEIGHT = WEIGHT_MAX;
+/** Marked on the slider; the tray offers the same ones. */
+export const WEIGHT_MARKS: readonly number[] = WEIGHT_PRESETS;
 /** The range input's integer positions: 0 … SLIDER_STEPS. */
 export const SLIDER_STEPS = 1000;
 
@@ -23,8 +26,7 @@ export function positionToWeight(position: number): number {
   return roundWeight(Math.exp(LOG_MIN + (clamped / SLIDER_STEPS) * LOG_SPAN));
 }
 
-/** Where a weight sits on the slider; weights outside 0.1–10 (set in the number field) pin to an
- *  end. */
+/** Where a weight sits on the slider (a weight outside the range pins to an end). */
 export function weightToPosition(weight: number): number {
   if (!(weight > 0)) return 0;
   const raw = ((Math.log(weight) - LOG_MIN) / LOG_SPAN) * SLIDER_STEPS;
@@ -32,7 +34,9 @@ export function weightToPosition(weight: number): number {
 }
 
 /** The values the arrow keys walk through: round numbers, about seven per decade. */
-export const WEIGHT_LADDER: readonly number[] = [0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.75, 1, 1.25, 1.5, 2, 2.5, 3, 4, 5, 6, 7.5, 10];
+export const WEIGHT_LADDER: readonly number[] = [
+  0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.75, 1, 1.25, 1.5, 2, 2.5, 3, 4, 5, 6, 7.5, 10, 15, 20, 30, 50, 75, 100,
+];
 
 export type WeightKey = 'ArrowUp' | 'ArrowRight' | 'ArrowDown' | 'ArrowLeft' | 'PageUp' | 'PageDown' | 'Home' | 'End';
 const WEIGHT_KEYS: readonly string[] = ['ArrowUp', 'ArrowRight', 'ArrowDown', 'ArrowLeft', 'PageUp', 'PageDown', 'Home', 'End'];
@@ -42,7 +46,7 @@ export const isWeightKey = (key: string): key is WeightKey => WEIGHT_KEYS.includ
 /**
  * The weight after a key press: arrows move to the next ladder value (from anywhere in between,
  * the first one strictly beyond), Page keys double or halve, Home/End go to the slider's ends.
- * Always within 0.1–10.
+ * Always within 0.01–100.
  */
 export function stepWeight(current: number, key: WeightKey): number {
   const value = Number.isFinite(current) && current > 0 ? current : 1;
