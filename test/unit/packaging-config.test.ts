@@ -72,10 +72,10 @@ describe('electron-builder.yml', () => {
     expect(JSON.stringify(config)).not.toContain('${platform}');
   });
 
-  it('sets the fuses: RunAsNode, NODE_OPTIONS and --inspect off; asar integrity, asar-only and cookie encryption on', async () => {
+  it('sets the fuses: RunAsNode on (node-llama-cpp forks to test its binaries); NODE_OPTIONS and --inspect off; asar integrity, asar-only and cookie encryption on', async () => {
     const fuses = config['electronFuses'] as Record<string, boolean>;
     expect(fuses).toEqual({
-      runAsNode: false,
+      runAsNode: true,
       enableNodeOptionsEnvironmentVariable: false,
       enableNodeCliInspectArguments: false,
       enableEmbeddedAsarIntegrityValidation: true,
@@ -84,7 +84,7 @@ describe('electron-builder.yml', () => {
     });
     // What electron-builder hands to @electron/fuses' flipFuses.
     const wire = await PlatformPackager.prototype.generateFuseConfig.call({}, fuses);
-    expect(wire[FuseV1Options['RunAsNode']!]).toBe(false);
+    expect(wire[FuseV1Options['RunAsNode']!]).toBe(true);
     expect(wire[FuseV1Options['EnableNodeOptionsEnvironmentVariable']!]).toBe(false);
     expect(wire[FuseV1Options['EnableNodeCliInspectArguments']!]).toBe(false);
     expect(wire[FuseV1Options['EnableEmbeddedAsarIntegrityValidation']!]).toBe(true);
@@ -162,11 +162,11 @@ describe('the release workflow', () => {
     expect(workflow.jobs.release.if).toContain("startsWith(github.ref, 'refs/tags/v')");
   });
 
-  it('the helper exports the CI expects (gpushare.h GS_API = .ci/run list)', () => {
-    const header = readFileSync(join(projectRoot, 'native', 'gpushare.h'), 'utf8');
+  it('the Windows helper exports the CI expects (GS_API of gpushare.h and jobs-win32.h = .ci/run list)', () => {
+    const headers = ['gpushare.h', 'jobs-win32.h'].map((name) => readFileSync(join(projectRoot, 'native', name), 'utf8'));
     const ci = readFileSync(join(projectRoot, '.ci', 'run'), 'utf8');
     const expected = ci.match(/expected="([^"]*)"/)?.[1]?.trim().split(' ') ?? [];
-    expect(declaredExports(header).sort()).toEqual(expected.sort());
+    expect(headers.flatMap(declaredExports).sort()).toEqual(expected.sort());
   });
 });
 
