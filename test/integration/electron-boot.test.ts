@@ -415,6 +415,10 @@ for (const mode of MODES) {
       const segment = existsSync(shmPath(KEY)) ? decodeSegment(new Uint8Array(readFileSync(shmPath(KEY)))) : null;
       expect(segment?.slots.filter((slot) => slot.pid === enginePid) ?? []).toEqual([]);
       expect(existsSync(join(userData(), 'SingletonLock'))).toBe(false);
+      // Nothing the app touched was missing from the stand-in (a use swallowed by a catch
+      // included), and nothing went to the error box.
+      expect(app.all('unimplemented')).toEqual([]);
+      expect(app.all('error-box')).toEqual([]);
     }, 30_000);
   });
 }
