@@ -10,6 +10,7 @@ import { loadRegistryHelper } from '../native/helper.js';
 import { systemClock } from './core/clock.js';
 import { processIo } from './core/commands/io.js';
 import { defaultDataDir } from './core/paths.js';
+import { shareRegistries } from './core/registry/segment.js';
 import { checkGpuKey, checkIntervalMs, checkName, checkWeight, checkWholeNumber, type Checked } from './core/registry/validate.js';
 
 // Each command's module is imported when it runs: `plan` and `launch` bring node-llama-cpp and
@@ -38,6 +39,8 @@ const gpuIndexOption = (): Option =>
 /** The device key of a command: as given, or found by telemetry (imported only then). */
 const deviceKey = async (opts: { gpuKey?: string; gpu?: number }, wallUs: () => number): Promise<string> =>
   (await import('./core/commands/keys.js')).resolveGpuKey({ gpuKey: opts.gpuKey, gpu: opts.gpu }, wallUs);
+const sharedRegistryOption = (): Option =>
+  new Option('--shared-registry', "accept other users' registry segments and create ours for every local user (mode 0666): trusts every local user").default(false);
 const intervalOption = (): Option =>
   new Option('--interval <ms>', 'refresh interval for --watch, in milliseconds').argParser(parser(checkIntervalMs)).default(500);
 
@@ -72,6 +75,10 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
     .showHelpAfterError(false)
     .enablePositionalOptions()
     .exitOverride();
+  // --shared-registry holds for this process and every engine or supervisor it starts.
+  program.hook('preAction', (_program, command) => {
+    if (command.opts()['sharedRegistry'] === true) shareRegistries();
+  });
 
   program
     .command('join')
@@ -83,6 +90,7 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
     .option('--active', 'mark this peer active (it wants the GPU now)', false)
     .option('--watch', "print this peer's /gpu/peers view as a JSON line every interval", false)
     .addOption(intervalOption())
+    .addOption(sharedRegistryOption())
     .exitOverride()
     .action((opts: { gpuKey?: string; gpu?: number; weight: number; name?: string; active: boolean; watch: boolean; interval: number }) =>
       run(async () => {
@@ -103,6 +111,7 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
     .option('--json', 'print the exact /gpu/peers JSON', false)
     .option('--watch', 'refresh every interval (JSON: one line per refresh)', false)
     .addOption(intervalOption())
+    .addOption(sharedRegistryOption())
     .exitOverride()
     .action((opts: { gpuKey?: string; gpu?: number; json: boolean; watch: boolean; interval: number }) =>
       run(async () => {
@@ -121,6 +130,7 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
     .description('list the devices found (index, key, name, memory, telemetry source) and the registries of this user with their live peers')
     .option('--json', 'print JSON', false)
     .addOption(new Option('--remove <key>', 'delete the registry segment of this key (only when no peer in it is alive)').argParser(parser(checkGpuKey)))
+    .addOption(sharedRegistryOption())
     .exitOverride()
     .action((opts: { json: boolean; remove?: string }) =>
       run(async () => (await import('./core/commands/devices.js')).runDevices({ json: opts.json, remove: opts.remove }, processIo, loadRegistryHelper())),
@@ -139,6 +149,7 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
     .argument('<command>', 'the command to run (after --)')
     .argument('[args...]', 'its arguments')
     .passThroughOptions()
+    .addOption(sharedRegistryOption())
     .exitOverride()
     .action((command: string, args: string[], opts: { gpuKey?: string; gpu?: number; weight: number; name?: string; exitWithParent: boolean; activityUrl?: string }) =>
       run(async () => {
@@ -207,6 +218,7 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
     .addOption(new Option('--port <port>', "the engine's own HTTP port (built-in and llama-server engines; default: any free one)").argParser(parser(wholeNumber(1, 65_535))))
     .option('--sim <file>', 'simulated telemetry from a JSON file (also $GPU_SHARE_SIM)')
     .option('--data-dir <dir>', 'profiles, envelopes and engine state', defaultDataDir())
+    .addOption(sharedRegistryOption())
     .exitOverride()
     .action(
       (profile: string | undefined, opts: { model?: string; ctx?: number; weight?: number; priority?: 'interactive' | 'background' | 'lab'; threads?: number; port?: number; sim?: string; dataDir: string }) =>
@@ -230,6 +242,7 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
     .option('--sim <file>', 'simulated telemetry from a JSON file (also $GPU_SHARE_SIM)')
     .option('--data-dir <dir>', 'settings, profiles, envelopes and the API token', defaultDataDir())
     .addOption(new Option('--queue-limit <n>', "gateway requests that may wait at once, more get 429 (default: the policy's, 32; an override is recorded in the policy's revision)").argParser(parser(wholeNumber(1, 100_000))))
+    .addOption(sharedRegistryOption())
     .exitOverride()
     .action((opts: { port?: number; sim?: string; dataDir: string; queueLimit?: number }) =>
       run(async () => (await import('./core/commands/serve.js')).runServe({ port: opts.port ?? null, simFile: opts.sim, dataDir: opts.dataDir, launchers, queueLimit: opts.queueLimit }, processIo, loadRegistryHelper())),

@@ -63,7 +63,8 @@ function compile(src, out, shared) {
   } else {
     args = ['-std=c11', '-O2', '-Wall', '-Wextra', '-Werror', '-o', out, src];
     if (shared) args.unshift('-shared', '-fvisibility=hidden');
-    if (platform === 'win32') args.push('-static-libgcc');
+    // advapi32: the owner check of an existing section (GetSecurityInfo, the process token).
+    if (platform === 'win32') args.push('-static-libgcc', '-ladvapi32');
     else if (shared) args.unshift('-fPIC');
     if (platform === 'darwin') {
       args.push('-arch', arch === 'arm64' ? 'arm64' : 'x86_64');

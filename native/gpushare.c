@@ -17,6 +17,10 @@
 #if defined(_WIN32)
 #define WIN32_LEAN_AND_MEAN
 #include <windows.h>
+#include <aclapi.h>
+#if defined(_MSC_VER)
+#pragma comment(lib, "advapi32.lib")
+#endif
 #else
 #include <errno.h>
 #include <fcntl.h>
@@ -158,18 +162,59 @@ static void make_name(const char *key, wchar_t *out, size_t cap) {
     out[j] = 0;
 }
 
+/* A section of this user: its owner is our user, or the default owner our token gives the objects
+ * it creates (the Administrators group for an elevated process). The Windows form of the POSIX
+ * st_uid check; a section another user created in our session's namespace is refused. */
+static int32_t check_owner(HANDLE mapping) {
+    PSID owner = NULL;
+    PSECURITY_DESCRIPTOR sd = NULL;
+    HANDLE token = NULL;
+    union { TOKEN_USER user; uint8_t bytes[256]; } user_buf;
+    union { TOKEN_OWNER owner; uint8_t bytes[256]; } owner_buf;
+    DWORD len = 0;
+    int32_t rc = GS_ERR_OTHER_USER;
+    DWORD err = GetSecurityInfo(mapping, SE_KERNEL_OBJECT, OWNER_SECURITY_INFORMATION, &owner, NULL, NULL, NULL, &sd);
+    if (err != ERROR_SUCCESS) {
+        last_os_error = (int32_t)err;
+        return GS_ERR_OS;
+    }
+    if (!OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &token)) {
+        last_os_error = (int32_t)GetLastError();
+        LocalFree(sd);
+        return GS_ERR_OS;
+    }
+    if (GetTokenInformation(token, TokenUser, &user_buf, sizeof user_buf, &len) && EqualSid(owner, user_buf.user.User.Sid)) rc = GS_OK;
+    if (rc != GS_OK && GetTokenInformation(token, TokenOwner, &owner_buf, sizeof owner_buf, &len) && EqualSid(owner, owner_buf.owner.Owner)) rc = GS_OK;
+    CloseHandle(token);
+    LocalFree(sd);
+    if (rc != GS_OK) last_os_error = 0;
+    return rc;
+}
+
 int32_t gs_open(const char *gpu_key, uint32_t flags, uint32_t mode, gs_segment **out, int32_t *created) {
     wchar_t name[96];
     HANDLE mapping;
     int was_created = 0;
     const int readonly = (flags & GS_OPEN_READONLY) != 0;
-    (void)mode; /* the default DACL of a Local\ object already limits it to this user's session */
+    const int shared = (flags & GS_OPEN_SHARED) != 0;
+    /* The default DACL of a Local\ object limits it to this user; a shared registry has none. */
+    SECURITY_DESCRIPTOR open_sd;
+    SECURITY_ATTRIBUTES open_sa;
+    (void)mode;
     if (out == NULL || !valid_key(gpu_key)) return GS_ERR_ARG;
     *out = NULL;
     if (created) *created = 0;
     make_name(gpu_key, name, sizeof name / sizeof name[0]);
     if ((flags & GS_OPEN_CREATE) && !readonly) {
-        mapping = CreateFileMappingW(INVALID_HANDLE_VALUE, NULL, PAGE_READWRITE, 0, GS_SEGMENT_SIZE, name);
+        SECURITY_ATTRIBUTES *attributes = NULL;
+        if (shared && InitializeSecurityDescriptor(&open_sd, SECURITY_DESCRIPTOR_REVISION) &&
+            SetSecurityDescriptorDacl(&open_sd, TRUE, NULL, FALSE)) {
+            open_sa.nLength = sizeof open_sa;
+            open_sa.lpSecurityDescriptor = &open_sd;
+            open_sa.bInheritHandle = FALSE;
+            attributes = &open_sa;
+        }
+        mapping = CreateFileMappingW(INVALID_HANDLE_VALUE, attributes, PAGE_READWRITE, 0, GS_SEGMENT_SIZE, name);
         if (mapping == NULL) {
             last_os_error = (int32_t)GetLastError();
             return last_os_error == ERROR_ACCESS_DENIED ? GS_ERR_ACCESS : GS_ERR_OS;
@@ -181,6 +226,13 @@ int32_t gs_open(const char *gpu_key, uint32_t flags, uint32_t mode, gs_segment *
             last_os_error = (int32_t)GetLastError();
             if (last_os_error == ERROR_FILE_NOT_FOUND) return GS_ERR_NOT_FOUND;
             return last_os_error == ERROR_ACCESS_DENIED ? GS_ERR_ACCESS : GS_ERR_OS;
+        }
+    }
+    if (!was_created && !shared) {
+        int32_t owner_rc = check_owner(mapping);
+        if (owner_rc != GS_OK) {
+            CloseHandle(mapping);
+            return owner_rc;
         }
     }
     /* Validate through a read-only view first: a foreign section is never written. */
@@ -259,14 +311,47 @@ static int32_t map_errno(int e) {
     last_os_error = e;
     if (e == ENOENT) return GS_ERR_NOT_FOUND;
     if (e == EACCES || e == EPERM) return GS_ERR_ACCESS;
+    if (e == ELOOP) return GS_ERR_SYMLINK; /* O_NOFOLLOW met a link */
+    if (e == EISDIR) return GS_ERR_DIRECTORY;
+#if defined(__linux__)
+    /* glibc's shm_open reports a directory opened for writing as EINVAL (the name was validated). */
+    if (e == EINVAL) return GS_ERR_DIRECTORY;
+#endif
     return GS_ERR_OS;
 }
 
-/* Open an existing segment: validate it read-only, then map it as asked. */
-static int32_t open_existing(int fd, int readonly, volatile uint8_t **out_base, int *adopt) {
+/* Never block, never follow a link. Linux shared memory is a file in /dev/shm that any user may
+ * replace by a FIFO (whose open would block forever), a directory or a link; glibc passes these
+ * flags through to open(). Elsewhere (macOS) a shm object is not a file: no FIFO or link can be
+ * at its name, and shm_open takes no other flags. */
+#if defined(__linux__)
+#define GS_SAFE_OPEN_FLAGS (O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+#else
+#define GS_SAFE_OPEN_FLAGS 0
+#endif
+
+/* What is at the name, judged on the open descriptor (no race with a rename): a regular file of
+ * this user, or of anyone with GS_OPEN_SHARED. Anything else is refused and left as it is. */
+static int32_t check_file(int fd, int shared) {
+    struct stat st;
+    if (fstat(fd, &st) != 0) return map_errno(errno);
+    if (S_ISFIFO(st.st_mode)) return GS_ERR_FIFO;
+    if (S_ISDIR(st.st_mode)) return GS_ERR_DIRECTORY;
+    if (!S_ISREG(st.st_mode)) return GS_ERR_NOT_REGULAR;
+    if (!shared && st.st_uid != geteuid()) {
+        last_os_error = (int32_t)st.st_uid;
+        return GS_ERR_OTHER_USER;
+    }
+    return GS_OK;
+}
+
+/* Open an existing segment: check what it is, validate it read-only, then map it as asked. */
+static int32_t open_existing(int fd, int readonly, int shared, volatile uint8_t **out_base, int *adopt) {
     struct stat st;
     int waited = 0;
     *adopt = 0;
+    int32_t kind = check_file(fd, shared);
+    if (kind != GS_OK) return kind;
     for (;;) {
         if (fstat(fd, &st) != 0) return map_errno(errno);
         if (st.st_size != 0 || waited >= INIT_WAIT_MS) break;
@@ -298,6 +383,7 @@ static int32_t open_existing(int fd, int readonly, volatile uint8_t **out_base, 
 int32_t gs_open(const char *gpu_key, uint32_t flags, uint32_t mode, gs_segment **out, int32_t *created) {
     char name[GS_NAME_MAX];
     const int readonly = (flags & GS_OPEN_READONLY) != 0;
+    const int shared = (flags & GS_OPEN_SHARED) != 0;
     int was_created = 0;
     int fd = -1;
     volatile uint8_t *base = NULL;
@@ -307,7 +393,7 @@ int32_t gs_open(const char *gpu_key, uint32_t flags, uint32_t mode, gs_segment *
     if (mode == 0) mode = 0600;
     make_name(gpu_key, name, sizeof name);
     if ((flags & GS_OPEN_CREATE) && !readonly) {
-        fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, (mode_t)mode);
+        fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | GS_SAFE_OPEN_FLAGS, (mode_t)mode);
         if (fd >= 0) {
             was_created = 1;
         } else if (errno != EEXIST) {
@@ -315,7 +401,7 @@ int32_t gs_open(const char *gpu_key, uint32_t flags, uint32_t mode, gs_segment *
         }
     }
     if (fd < 0) {
-        fd = shm_open(name, readonly ? O_RDONLY : O_RDWR, 0);
+        fd = shm_open(name, (readonly ? O_RDONLY : O_RDWR) | GS_SAFE_OPEN_FLAGS, 0);
         if (fd < 0) return map_errno(errno);
     }
     int32_t rc = GS_OK;
@@ -331,7 +417,7 @@ int32_t gs_open(const char *gpu_key, uint32_t flags, uint32_t mode, gs_segment *
         if (rc != GS_OK) shm_unlink(name);
     } else {
         int adopt = 0;
-        rc = open_existing(fd, readonly, &base, &adopt);
+        rc = open_existing(fd, readonly, shared, &base, &adopt);
         if (rc == GS_OK && adopt) init_header(base);
     }
     close(fd); /* the mapping keeps the object alive */

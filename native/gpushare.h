@@ -111,19 +111,38 @@ enum {
     /* Foreign segment: wrong slot count. Never written. */
     GS_ERR_FOREIGN_SLOT_COUNT = -8,
     /* Opened read-only: writes are refused; open read-write to join. */
-    GS_ERR_READONLY = -9
+    GS_ERR_READONLY = -9,
+    /* Refused, never opened further, bytes and mode untouched (see gs_open): the name is a
+     * symbolic link (or a Windows object link). */
+    GS_ERR_SYMLINK = -10,
+    /* Refused: the name is a FIFO (opened non-blocking, so the open did not hang). */
+    GS_ERR_FIFO = -11,
+    /* Refused: the name is a directory. */
+    GS_ERR_DIRECTORY = -12,
+    /* Refused: the name is a device, a socket or anything else that is not a regular file. */
+    GS_ERR_NOT_REGULAR = -13,
+    /* Refused: the segment belongs to another user (and GS_OPEN_SHARED was not given).
+     * gs_last_os_error() returns the owner's uid on POSIX (0 on Windows). */
+    GS_ERR_OTHER_USER = -14
 };
 
 /* gs_open flags */
 #define GS_OPEN_CREATE 1u   /* create the segment (exclusively, then initialise) if it is missing */
 #define GS_OPEN_READONLY 2u /* map read-only: an observer that never joins */
+/* Shared registries: accept a segment of another user, and create ours readable and writable by
+ * every local user (mode 0666; a NULL DACL on Windows). This trusts every local user. */
+#define GS_OPEN_SHARED 4u
 
 typedef struct gs_segment gs_segment;
 
 /*
  * Open the segment of gpu_key (only [A-Za-z0-9._-], 1..40 chars). With GS_OPEN_CREATE a missing
- * segment is created exclusively with `mode` (0600 when 0) and its header initialised. An
- * existing segment is validated (size, magic, version, slot count) through a read-only mapping
+ * segment is created exclusively with `mode` (0600 when 0) and its header initialised. Opening
+ * never blocks and never follows a link: O_NOFOLLOW | O_NONBLOCK, then fstat. A symlink, FIFO,
+ * directory, device or socket at the name, or a segment of another user (unless GS_OPEN_SHARED),
+ * is refused with its own code and left exactly as it was. A segment of this user is ours
+ * whatever its mode; a 0-byte one of this user is waited on briefly (its creator is sizing it).
+ * An existing segment is validated (size, magic, version, slot count) through a read-only mapping
  * first and is never written when it does not match. *created is set to 1 when this call
  * created it. Returns GS_OK or a GS_ERR_* code.
  */

@@ -29,7 +29,34 @@ export const HelperStatus = {
   ERR_FOREIGN_SLOT_COUNT: -8,
   /** Opened read-only: open read-write to join. */
   ERR_READONLY: -9,
+  /** Refused, left exactly as it was (see RefusalReason): a link, a FIFO, a directory, a device,
+   *  or another user's segment. Opening never blocks on any of them. Report it; run unpaced. */
+  ERR_SYMLINK: -10,
+  ERR_FIFO: -11,
+  ERR_DIRECTORY: -12,
+  ERR_NOT_REGULAR: -13,
+  ERR_OTHER_USER: -14,
 } as const;
+
+/** Why a name was refused. */
+export type RefusalReason = 'symlink' | 'fifo' | 'directory' | 'not_regular' | 'other_user';
+
+const REFUSAL_STATUS: Record<number, RefusalReason> = {
+  [HelperStatus.ERR_SYMLINK]: 'symlink',
+  [HelperStatus.ERR_FIFO]: 'fifo',
+  [HelperStatus.ERR_DIRECTORY]: 'directory',
+  [HelperStatus.ERR_NOT_REGULAR]: 'not_regular',
+  [HelperStatus.ERR_OTHER_USER]: 'other_user',
+};
+
+const REFUSAL_TEXT: Record<RefusalReason, (owner: number) => string> = {
+  symlink: () => 'it is a symbolic link',
+  fifo: () => 'it is a FIFO',
+  directory: () => 'it is a directory',
+  not_regular: () => 'it is not a regular file (a device or a socket)',
+  other_user: (owner) =>
+    `it belongs to another user${process.platform === 'win32' ? '' : ` (uid ${owner})`}, and registries are per user unless shared (--shared-registry)`,
+};
 
 export type RegistryErrorCode =
   | 'BAD_ARGUMENT'
@@ -41,6 +68,7 @@ export type RegistryErrorCode =
   | 'FOREIGN_VERSION'
   | 'FOREIGN_SLOT_COUNT'
   | 'READ_ONLY'
+  | 'REFUSED'
   | 'REGISTRY_FULL'
   | 'HELPER_MISSING';
 
@@ -49,6 +77,8 @@ export class RegistryError extends Error {
     readonly code: RegistryErrorCode,
     message: string,
     readonly osError: number | null = null,
+    /** Set when code is REFUSED. */
+    readonly refusal: RefusalReason | null = null,
   ) {
     super(message);
     this.name = 'RegistryError';
@@ -86,6 +116,10 @@ export function foreignSegmentError(segment: string, problem: ForeignProblem): R
 export function statusError(status: number, segment: string, osError: number): RegistryError {
   const foreign = FOREIGN_STATUS[status];
   if (foreign !== undefined) return foreignSegmentError(segment, foreign);
+  const refusal = REFUSAL_STATUS[status];
+  if (refusal !== undefined) {
+    return new RegistryError('REFUSED', `refused shared-memory segment ${segment}: ${REFUSAL_TEXT[refusal](osError)}; it was left untouched`, null, refusal);
+  }
   switch (status) {
     case HelperStatus.ERR_ARG:
       return new RegistryError('BAD_ARGUMENT', `invalid argument for ${segment}`);
@@ -110,8 +144,10 @@ export interface OpenOptions {
   create: boolean;
   /** Map read-only (an observer). */
   readonly: boolean;
-  /** Permission bits for a created segment; 0o600 by default. */
+  /** Permission bits for a created segment; 0o600 by default (0o666 with shared). */
   mode?: number;
+  /** A shared registry: accept other users' segments, create ours for every local user. */
+  shared?: boolean;
 }
 
 export interface ClaimRequest {
@@ -208,8 +244,9 @@ function bind(libraryPath: string): RegistryHelper {
     open(gpuKey, options) {
       const out: [Handle | null] = [null];
       const created: [number] = [0];
-      const flags = (options.create ? 1 : 0) | (options.readonly ? 2 : 0);
-      const status = gsOpen(gpuKey, flags, options.mode ?? 0o600, out, created);
+      const shared = options.shared === true;
+      const flags = (options.create ? 1 : 0) | (options.readonly ? 2 : 0) | (shared ? 4 : 0);
+      const status = gsOpen(gpuKey, flags, options.mode ?? (shared ? 0o666 : 0o600), out, created);
       if (status !== HelperStatus.OK || out[0] === null) throw statusError(status, segmentName(gpuKey), gsLastOsError());
       return { handle: out[0], created: created[0] === 1 };
     },

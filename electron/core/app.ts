@@ -43,8 +43,8 @@ import { dynamicReserveBytes, POLICY_M10_V1, type PlannerPolicy } from './planne
 import { PressureTracker } from './planner/pressure.js';
 import { snapshotFromSample, usedFraction } from './planner/snapshot.js';
 import type { OperatorControls, PlacementPlan } from './planner/types.js';
-import { RegistryObserver } from './registry/observer.js';
-import { RegistrySegment } from './registry/segment.js';
+import { SegmentCache } from './registry/segment-cache.js';
+import { RegistrySegment, registryAccess, shareRegistries } from './registry/segment.js';
 import { buildPeersView, type AlivePeer, type GpuPeersView } from './registry/view.js';
 import { discoverTelemetry } from './telemetry/discovery.js';
 import { residentBytesOf } from './telemetry/resident.js';
@@ -64,6 +64,8 @@ export async function startCore(options: CoreOptions): Promise<Core> {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const { provider, reason } = discoverTelemetry({ simFile: options.simFile, wallUs: () => clock.wallUs() });
   log(`telemetry: ${reason}`);
+  if (options.settings.get().sharedRegistry) shareRegistries();
+  if (registryAccess().shared) log('registry: shared registries: other users\' segments are accepted and ours are created for every local user (this trusts every local user)');
   const core = new GpuShareCore(options, clock, provider, log);
   core.start();
   return core;
@@ -85,8 +87,7 @@ class GpuShareCore implements Core {
   readonly policy: PlannerPolicy;
   private readonly sampler: TelemetrySampler;
   private readonly pressure = new Map<string, PressureTracker>();
-  private readonly observer: RegistryObserver;
-  private readonly segments = new Map<string, RegistrySegment | null>();
+  private readonly segments: SegmentCache;
   /** Writable handles, only to free the slots of engines of ours that exited. */
   private readonly writers = new Map<string, RegistrySegment>();
   private readonly profiles: ProfileStore;
@@ -102,7 +103,6 @@ class GpuShareCore implements Core {
   private apiPort: number | null = null;
   private gateway: GatewayView = { depth: 0, limit: 0, serving: () => false };
   private closed = false;
-  private lastRegistryProblem = new Map<string, string | null>();
 
   constructor(
     private readonly options: CoreOptions,
@@ -112,9 +112,9 @@ class GpuShareCore implements Core {
   ) {
     this.settings = options.settings;
     this.dataDir = options.dataDir;
+    this.segments = new SegmentCache(clock, (key) => RegistrySegment.openForObserve(this.options.helper, key), (key, message) => this.log(`registry ${key}: ${message}`));
     this.policy = options.policy ?? POLICY_M10_V1;
     this.history = new PlanHistory(this.policy.historySize);
-    this.observer = new RegistryObserver(clock, true);
     this.profiles = new ProfileStore({ dataDir: options.dataDir });
     if (this.profiles.loadProblem !== null) log(`profiles: ${this.profiles.loadProblem.message}; the file was kept as ${this.profiles.loadProblem.backup}`);
     this.envelopes = new EnvelopeStore(join(options.dataDir, 'envelopes.json'));
@@ -336,8 +336,7 @@ class GpuShareCore implements Core {
     this.timers = [];
     await this.supervisor.stopAll();
     this.sampler.close();
-    for (const segment of this.segments.values()) segment?.close();
-    this.segments.clear();
+    this.segments.close();
     for (const segment of this.writers.values()) segment.close();
     this.writers.clear();
     this.listeners.clear();
@@ -424,24 +423,10 @@ class GpuShareCore implements Core {
     }
   }
 
-  /** The alive peers of a device (empty when nobody created its registry yet). */
+  /** The alive peers of a device (empty when nobody created its registry yet, or when it cannot
+   *  be read: a foreign or refused segment is said once and shows no peers). */
   private alivePeers(key: string): AlivePeer[] {
-    let segment = this.segments.get(key) ?? null;
-    try {
-      if (segment === null) {
-        segment = RegistrySegment.openForObserve(this.options.helper, key);
-        this.segments.set(key, segment);
-      }
-      const peers = segment === null ? [] : this.observer.peers(segment);
-      this.lastRegistryProblem.set(key, null);
-      return peers;
-    } catch (error) {
-      // A foreign segment: say it once, show no peers, keep running.
-      const message = error instanceof Error ? error.message : String(error);
-      if (this.lastRegistryProblem.get(key) !== message) this.log(`registry ${key}: ${message}`);
-      this.lastRegistryProblem.set(key, message);
-      return [];
-    }
+    return this.segments.peers(key);
   }
 
   /** A listing file that cannot be written costs `gpu-share engines` its line, nothing else. */

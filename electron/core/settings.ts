@@ -18,6 +18,9 @@ export type Settings = {
   draining: boolean;
   /** Idle-unload minutes for profiles that do not set their own; null = never. */
   idleUnloadMinutes: number | null;
+  /** Shared registries: accept other users' segments and create ours for every local user
+   *  (mode 0666). This trusts every local user with our engines' pacing; off by default. */
+  sharedRegistry: boolean;
 };
 
 export const SETTINGS_VERSION = 1;
@@ -45,6 +48,7 @@ export const SETTINGS_SCHEMA = {
   labPaused: { type: 'boolean' },
   draining: { type: 'boolean' },
   idleUnloadMinutes: { type: ['integer', 'null'], minimum: 0, maximum: 100000 },
+  sharedRegistry: { type: 'boolean' },
 } as const;
 
 export function newToken(): string {
@@ -52,7 +56,7 @@ export function newToken(): string {
 }
 
 export function defaultSettings(apiPort: number): Settings {
-  return { version: 1, apiPort, apiToken: newToken(), gatewayTokens: [], launchAtLogin: false, labPaused: false, draining: false, idleUnloadMinutes: null };
+  return { version: 1, apiPort, apiToken: newToken(), gatewayTokens: [], launchAtLogin: false, labPaused: false, draining: false, idleUnloadMinutes: null, sharedRegistry: false };
 }
 
 /** What the core needs of a settings store. */

@@ -243,7 +243,8 @@ export async function cleanupAll(): Promise<void> {
   const children = [...running];
   for (const proc of children) proc.kill('SIGKILL');
   await Promise.all(children.map((proc) => proc.exitWithin(5_000).catch(() => undefined)));
-  for (const key of usedKeys) rmSync(segmentPath(key), { force: true });
+  // recursive: a test may put a directory at a segment name.
+  for (const key of usedKeys) rmSync(segmentPath(key), { force: true, recursive: true });
   usedKeys.clear();
 }
 

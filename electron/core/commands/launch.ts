@@ -19,6 +19,7 @@ import { residentBytesOf } from '../telemetry/resident.js';
 import { ProfileStore, type Profile } from '../engines/profiles.js';
 import { launchSpecFor } from '../engines/launch-spec.js';
 import { spawnEngineProcess } from '../engines/spawn.js';
+import { parseHostLine } from '../engines/host-protocol.js';
 import { Supervisor, type SupervisorEvent } from '../engines/supervisor.js';
 import { listEngines, removeEngineFile, writeEngineFile } from '../engines/engine-files.js';
 import { exitCodeForPlan, PlanCommandError } from './plan.js';
@@ -83,6 +84,13 @@ function resolveProfile(options: LaunchOptions): Profile {
   };
 }
 
+/** A warning from an engine's side: the built-in host's warn/error events, `gpu-share run`'s lines. */
+export function engineWarning(stream: 'stdout' | 'stderr', line: string): string | null {
+  if (stream === 'stderr') return line.startsWith('gpu-share: ') ? line.slice('gpu-share: '.length) : null;
+  const event = parseHostLine(line);
+  return event?.event === 'log' && event.level !== 'info' ? event.message : null;
+}
+
 export function progressBar(pct: number, width = 30): string {
   const filled = Math.round((Math.max(0, Math.min(100, pct)) / 100) * width);
   return `[${'#'.repeat(filled)}${' '.repeat(width - filled)}] ${String(Math.round(pct)).padStart(3)} %`;
@@ -111,6 +119,11 @@ export async function runLaunch(options: LaunchOptions, io: CommandIo, clock: Cl
         lastDrawn = event.pct;
         io.err(`loading ${profile.name} ${progressBar(event.pct)}`);
       }
+    } else if (event.kind === 'log') {
+      // What the engine's side says that the user must know: it runs unpaced (a registry it may
+      // not use, a full one), its heartbeat failed.
+      const warning = engineWarning(event.stream, event.line);
+      if (warning !== null) io.err(`${profile.name}: ${warning}`);
     }
   };
   const supervisor = new Supervisor({

@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import { basename } from 'node:path';
 import { constants as osConstants } from 'node:os';
-import type { RegistryHelper } from '../../../native/helper.js';
+import { RegistryError, type RegistryHelper } from '../../../native/helper.js';
 import type { ProcessControl } from '../../../native/process-control.js';
 import { monotonicUs, systemClock } from '../clock.js';
 import { segmentName } from '../registry/abi.js';
@@ -53,7 +53,16 @@ export function exitCodeOf(code: number | null, signal: NodeJS.Signals | null): 
 
 export async function runPaced(options: RunOptions, io: CommandIo, helper: RegistryHelper, control: ProcessControl): Promise<number> {
   const clock = systemClock(() => helper.wallUs());
-  const segment = RegistrySegment.openForJoin(helper, options.gpuKey);
+  // A registry that cannot be opened (refused: another user's, a FIFO, a link; foreign) leaves the
+  // command unpaced, as a full one does: it runs either way, with one warning line.
+  let segment: RegistrySegment | null = null;
+  let unpacedBecause = '';
+  try {
+    segment = RegistrySegment.openForJoin(helper, options.gpuKey);
+  } catch (error) {
+    if (!(error instanceof RegistryError)) throw error;
+    unpacedBecause = error.message;
+  }
   // Under a supervisor our stdin is its lifeline pipe (see onParentGone): the command does not get it.
   const child = spawn(options.command, options.args, { stdio: [options.exitWithParent ? 'ignore' : 'inherit', 'inherit', 'inherit'] });
   const spawned = await new Promise<Error | null>((resolve) => {
@@ -61,7 +70,7 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
     child.once('error', (error) => resolve(error));
   });
   if (spawned !== null || child.pid === undefined) {
-    segment.close();
+    segment?.close();
     io.err(`gpu-share: cannot start ${JSON.stringify(options.command)}: ${spawned?.message ?? 'no pid'}`);
     return 127;
   }
@@ -95,7 +104,14 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
     for (const signal of FORWARDED) process.off(signal, forward);
   };
 
-  const paced = new RegistryMember(segment, clock, {
+  if (segment === null) {
+    io.err(`gpu-share: ${unpacedBecause}; running ${options.command} unpaced`);
+    const code = await exited;
+    cleanupSignals();
+    return code;
+  }
+  const registry = segment;
+  const paced = new RegistryMember(registry, clock, {
     pid,
     ownerPid: process.pid,
     bootUs: clock.wallUs(),
@@ -112,11 +128,11 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
     io.err(`gpu-share: ${error instanceof Error ? error.message : String(error)}; running ${options.command} unpaced`);
     const code = await exited;
     cleanupSignals();
-    segment.close();
+    registry.close();
     return code;
   }
   const observer = new RegistryObserver(clock, false);
-  io.err(bootLogLine(options.gpuKey, slot, options.weight, observer.peers(segment).length));
+  io.err(bootLogLine(options.gpuKey, slot, options.weight, observer.peers(registry).length));
 
   const metrics = options.activityUrl === undefined ? null : metricsActivity(options.activityUrl, cpuActivity(control));
   const activity = metrics ?? cpuActivity(control);
@@ -126,7 +142,7 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
     clock,
     control,
     activity,
-    peers: () => watcher.peers(segment),
+    peers: () => watcher.peers(registry),
     watchdog,
   });
   pacer.add(pid, paced);
@@ -187,7 +203,7 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
   pacer.remove(pid);
   paced.leave();
   watchdog.close();
-  segment.close();
+  registry.close();
   process.off('exit', resumeOnExit);
   return code;
 }

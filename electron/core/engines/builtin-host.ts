@@ -25,7 +25,7 @@ import { basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { ChatHistoryItem, ChatWrapper, Llama, LlamaContext, LlamaContextSequence, LlamaModel, SequenceEvaluateOptions, Token } from 'node-llama-cpp';
-import { loadRegistryHelper } from '../../../native/helper.js';
+import { loadRegistryHelper, RegistryError } from '../../../native/helper.js';
 import { monotonicUs } from '../clock.js';
 import { checkGpuKey, checkName, checkWeight, parseWholeNumber } from '../registry/validate.js';
 import { formatHostEvent, type HostEvent, type HostLogLevel } from './host-protocol.js';
@@ -986,8 +986,13 @@ async function main(argv: readonly string[]): Promise<void> {
       };
       log('info', `joined registry ${gpuKey} slot ${slot} as ${JSON.stringify(name)} (weight ${weight})`);
     } catch (error) {
-      fatal(`could not join the registry ${gpuKey}: ${errorText(error)}`);
-      return;
+      // A registry we may not use (another user's, a FIFO or a link at its name; full; foreign)
+      // leaves the engine unpaced, as `gpu-share run` does: it serves either way, with one warning.
+      if (!(error instanceof RegistryError)) {
+        fatal(`could not join the registry ${gpuKey}: ${errorText(error)}`);
+        return;
+      }
+      log('warn', `${error.message}; running unpaced`);
     }
   }
 

@@ -27,7 +27,13 @@ export function joinAsPacedPeer(helper: RegistryHelper, options: { gpuKey: strin
   const clock = systemClock(() => helper.wallUs());
   const segment = RegistrySegment.openForJoin(helper, options.gpuKey);
   const member = new RegistryMember(segment, clock, { pid: process.pid, ownerPid: process.pid, bootUs: processBootUs(clock.wallUs()), name: options.name, weight: options.weight, active: false });
-  const slot = member.join();
+  let slot: number;
+  try {
+    slot = member.join();
+  } catch (error) {
+    segment.close();
+    throw error;
+  }
   const observer = new RegistryObserver(clock, true);
   const gate = new CooperativeGate({ peers: () => observer.peers(segment), selfSlot: () => member.slot, publish: (fields) => void member.set(fields) }, clock, sleepUs);
   const heartbeat = startHeartbeat(member, (result) => {

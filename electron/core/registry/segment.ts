@@ -21,6 +21,25 @@ export function headerProblemError(gpuKey: string, problem: HeaderProblem): Regi
   return foreignSegmentError(segmentName(gpuKey), problem);
 }
 
+/** Whose segments we use: per user (the default), or shared among every local user. */
+export interface RegistryAccess {
+  /** Accept other users' segments and create ours mode 0666: trusts every local user. */
+  readonly shared: boolean;
+}
+
+/** Set to 1 by --shared-registry and by the sharedRegistry setting, so that the engines and
+ *  supervisors a process starts use the same registries as it does. */
+export const SHARED_REGISTRY_ENV = 'GPU_SHARE_SHARED_REGISTRY';
+
+export function registryAccess(env: NodeJS.ProcessEnv = process.env): RegistryAccess {
+  return { shared: env[SHARED_REGISTRY_ENV] === '1' };
+}
+
+/** Shared registries from here on, for this process and every process it starts. */
+export function shareRegistries(env: NodeJS.ProcessEnv = process.env): void {
+  env[SHARED_REGISTRY_ENV] = '1';
+}
+
 export class RegistrySegment implements SegmentPort {
   private readonly buffer = new Uint8Array(SEGMENT_SIZE);
   private closed = false;
@@ -31,15 +50,17 @@ export class RegistrySegment implements SegmentPort {
     readonly gpuKey: string,
   ) {}
 
-  /** A joiner: creates the segment if it is missing. */
-  static openForJoin(helper: RegistryHelper, gpuKey: string, mode = 0o600): RegistrySegment {
-    return new RegistrySegment(helper, helper.open(gpuKey, { create: true, readonly: false, mode }).handle, gpuKey);
+  /** A joiner: creates the segment if it is missing (for every local user with `shared`). Throws
+   *  RegistryError: REFUSED (a link, FIFO, directory, device or another user's segment at the name;
+   *  never blocks), a foreign header, an OS error. */
+  static openForJoin(helper: RegistryHelper, gpuKey: string, access: RegistryAccess = registryAccess()): RegistrySegment {
+    return new RegistrySegment(helper, helper.open(gpuKey, { create: true, readonly: false, shared: access.shared }).handle, gpuKey);
   }
 
-  /** An observer: read-only; null when no peer has created the segment yet. */
-  static openForObserve(helper: RegistryHelper, gpuKey: string): RegistrySegment | null {
+  /** An observer: read-only; null when no peer has created the segment yet. Throws as openForJoin. */
+  static openForObserve(helper: RegistryHelper, gpuKey: string, access: RegistryAccess = registryAccess()): RegistrySegment | null {
     try {
-      const { handle } = helper.open(gpuKey, { create: false, readonly: true });
+      const { handle } = helper.open(gpuKey, { create: false, readonly: true, shared: access.shared });
       return new RegistrySegment(helper, handle, gpuKey);
     } catch (error) {
       if (error instanceof RegistryError && error.code === 'NOT_FOUND') return null;
