@@ -32,7 +32,7 @@ import {
 import { decodeSegment } from '../../electron/core/registry/codec.js';
 import type { GpuPeersView } from '../../electron/core/registry/view.js';
 import { GiB } from '../../electron/core/planner/policy.js';
-import { packedFiles } from '../../scripts/packed-files.mjs';
+import { loadBuilderConfig, packedFiles } from '../../scripts/packed-files.mjs';
 import { loadPreload, preparePage, serveRendererFolder, startApp, type RunningApp } from '../fixtures/electron-app.js';
 import type { MenuItemRecord, StandinConfig } from '../fixtures/electron-standin/protocol.js';
 import { TINY_GGUF_SPEC, writeGguf } from '../fixtures/gguf.js';
@@ -182,6 +182,8 @@ for (const mode of MODES) {
         name: mode.packaged ? 'GPU Share' : 'gpu-share',
         version: packageJson.version,
         electronVersion: packageJson.devDependencies.electron,
+        // Packaged, the fuses are as electron-builder flips them; `electron .` leaves them on.
+        runAsNodeFuse: mode.packaged ? (loadBuilderConfig() as { electronFuses?: { runAsNode?: boolean } }).electronFuses?.runAsNode !== false : true,
       };
       const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, XDG_CONFIG_HOME: join(home, '.config'), XDG_DATA_HOME: join(home, '.local', 'share'), GPU_SHARE_SIM: sim, GPU_SHARE_API_PORT: String(port) };
       for (const name of ['GPU_SHARE_DATA_DIR', 'GPU_SHARE_NATIVE_DIR', 'GPU_SHARE_RENDERER_URL', 'ELECTRON_RUN_AS_NODE', 'APPIMAGE', 'NODE_OPTIONS']) delete env[name];

@@ -72,10 +72,10 @@ describe('electron-builder.yml', () => {
     expect(JSON.stringify(config)).not.toContain('${platform}');
   });
 
-  it('sets the fuses: RunAsNode, NODE_OPTIONS and --inspect off; asar integrity, asar-only and cookie encryption on', async () => {
+  it('sets the fuses: RunAsNode on (node-llama-cpp forks to test its binaries); NODE_OPTIONS and --inspect off; asar integrity, asar-only and cookie encryption on', async () => {
     const fuses = config['electronFuses'] as Record<string, boolean>;
     expect(fuses).toEqual({
-      runAsNode: false,
+      runAsNode: true,
       enableNodeOptionsEnvironmentVariable: false,
       enableNodeCliInspectArguments: false,
       enableEmbeddedAsarIntegrityValidation: true,
@@ -84,7 +84,7 @@ describe('electron-builder.yml', () => {
     });
     // What electron-builder hands to @electron/fuses' flipFuses.
     const wire = await PlatformPackager.prototype.generateFuseConfig.call({}, fuses);
-    expect(wire[FuseV1Options['RunAsNode']!]).toBe(false);
+    expect(wire[FuseV1Options['RunAsNode']!]).toBe(true);
     expect(wire[FuseV1Options['EnableNodeOptionsEnvironmentVariable']!]).toBe(false);
     expect(wire[FuseV1Options['EnableNodeCliInspectArguments']!]).toBe(false);
     expect(wire[FuseV1Options['EnableEmbeddedAsarIntegrityValidation']!]).toBe(true);
