@@ -56,12 +56,12 @@ const { cc, msvc } = compilerFor(target);
 const exe = platform === 'win32' ? '.exe' : '';
 
 /** One compiler run; exits the script with a clear message when it fails. */
-function compile(src, out, shared) {
+function compile(sources, out, shared) {
   let args;
   if (msvc) {
-    args = ['/nologo', '/O2', '/W4', '/WX', shared ? '/LD' : '', src, `/Fe:${out}`, `/Fo:${outDir}\\`].filter(Boolean);
+    args = ['/nologo', '/O2', '/W4', '/WX', shared ? '/LD' : '', ...sources, `/Fe:${out}`, `/Fo:${outDir}\\`].filter(Boolean);
   } else {
-    args = ['-std=c11', '-O2', '-Wall', '-Wextra', '-Werror', '-o', out, src];
+    args = ['-std=c11', '-O2', '-Wall', '-Wextra', '-Werror', '-o', out, ...sources];
     if (shared) args.unshift('-shared', '-fvisibility=hidden');
     // advapi32: the owner check of an existing section (GetSecurityInfo, the process token).
     if (platform === 'win32') args.push('-static-libgcc', '-ladvapi32');
@@ -78,13 +78,13 @@ function compile(src, out, shared) {
     process.exit(1);
   }
   if (result.status !== 0 || !existsSync(out)) {
-    console.error(`build: ${cc} failed on ${src} for ${target} (exit ${result.status})`);
+    console.error(`build: ${cc} failed on ${sources.join(' ')} for ${target} (exit ${result.status})`);
     process.exit(1);
   }
   console.log(`build: ${target} -> ${out}`);
 }
 
-// The registry helper (loaded with koffi) and the watchdog that resumes paced engines when their
-// supervisor dies.
-compile(src, out, true);
-compile(join(here, 'watchdog.c'), join(outDir, FILES[platform].watchdog), false);
+// The registry helper (loaded with koffi; on Windows with the job objects that hold a paced
+// command's process tree) and the watchdog that ends paced trees when their supervisor dies.
+compile(platform === 'win32' ? [src, join(here, 'jobs-win32.c')] : [src], out, true);
+compile([join(here, 'watchdog.c')], join(outDir, FILES[platform].watchdog), false);

@@ -1,6 +1,6 @@
 /**
  * The koffi binding of the registry helper (gpushare.c). This is the only file that calls into the
- * helper; it maps its status codes to typed results and errors, and finds the library for this
+ * registry part of the helper (process-win32.ts binds the Windows job objects linked beside it); it maps its status codes to typed results and errors, and finds the library for this
  * platform (the packaged resources folder, then the development build folder).
  */
 import koffi from 'koffi';

@@ -1,63 +1,55 @@
-/** POSIX process control: signals, and CPU time from procfs on Linux. */
-import { readFileSync, readdirSync } from 'node:fs';
+/** POSIX process control: a command's process group with signals, and (Linux) the whole tree with
+ *  its CPU time from procfs (process-tree-linux.ts). */
 import type { ProcessControl } from './process-control.js';
+import { LinuxProcessTree } from './process-tree-linux.js';
 
-const signal = (pid: number, sig: NodeJS.Signals): boolean => {
+const signal = (target: number, sig: NodeJS.Signals | 0): boolean => {
   try {
-    process.kill(pid, sig);
+    process.kill(target, sig);
     return true;
   } catch {
     return false;
   }
 };
 
-/** /proc/<pid>/stat, fields after the parenthesised command (which may itself hold spaces). */
-function statFields(pid: number): string[] | null {
-  try {
-    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return text.slice(text.lastIndexOf(')') + 2).split(' ');
-  } catch {
-    return null;
-  }
-}
-
-const TICKS_PER_SECOND = 100; // USER_HZ on every Linux ABI Node supports
-
-/** CPU time summed over the threads' schedstat (ns precision); utime+stime (10 ms ticks) when
- *  schedstat is not available. */
-function linuxCpuTimeUs(pid: number): number | null {
-  try {
-    let totalNs = 0;
-    let any = false;
-    for (const tid of readdirSync(`/proc/${pid}/task`)) {
-      try {
-        const first = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0];
-        const ns = Number(first);
-        if (Number.isFinite(ns)) {
-          totalNs += ns;
-          any = true;
-        }
-      } catch {
-        // the thread exited between readdir and read
-      }
-    }
-    if (any && totalNs > 0) return totalNs / 1000;
-  } catch {
-    // no /proc/<pid>/task: fall through to stat
-  }
-  const fields = statFields(pid);
-  if (fields === null) return null;
-  // Fields 14 and 15 of stat (utime, stime) are at 11 and 12 after the command.
-  const ticks = Number(fields[11]) + Number(fields[12]);
-  return Number.isFinite(ticks) ? (ticks * 1_000_000) / TICKS_PER_SECOND : null;
-}
+/** The root's group (it leads one: started detached), or the root alone when it leads none. */
+const signalGroup = (rootPid: number, sig: NodeJS.Signals | 0): boolean => signal(-rootPid, sig) || signal(rootPid, sig);
 
 export function posixProcessControl(): ProcessControl {
   const linux = process.platform === 'linux';
+  const trees = new Map<number, LinuxProcessTree>();
+  const treeOf = (rootPid: number): LinuxProcessTree => {
+    let tree = trees.get(rootPid);
+    if (tree === undefined) {
+      tree = new LinuxProcessTree(rootPid);
+      trees.set(rootPid, tree);
+    }
+    return tree;
+  };
+  const outsideGroup = (rootPid: number): { pid: number; startTicks: number }[] =>
+    linux ? treeOf(rootPid).members().filter((member) => member.pgid !== rootPid).map(({ pid, startTicks }) => ({ pid, startTicks })) : [];
+  /** The group, then the members that left it, as the last walk found them: at a window edge
+   *  nothing is read, only signalled. */
+  const signalTree = (rootPid: number, sig: NodeJS.Signals): boolean => {
+    let any = signalGroup(rootPid, sig);
+    for (const { pid } of outsideGroup(rootPid)) any = signal(pid, sig) || any;
+    return any;
+  };
   return {
-    suspend: (pid) => signal(pid, 'SIGSTOP'),
-    resume: (pid) => signal(pid, 'SIGCONT'),
-    // macOS has no procfs; its CPU time needs proc_pid_rusage, not wired yet: unknown, not 0.
-    cpuTimeUs: (pid) => (linux ? linuxCpuTimeUs(pid) : null),
+    hold: (rootPid) => {
+      if (linux) treeOf(rootPid).walk();
+    },
+    suspend: (rootPid) => signalTree(rootPid, 'SIGSTOP'),
+    resume: (rootPid) => signalTree(rootPid, 'SIGCONT'),
+    // macOS has no procfs; its CPU time needs proc_pid_rusage over the group, not wired yet:
+    // unknown, not 0.
+    cpuTimeUs: (rootPid) => (linux ? treeOf(rootPid).walk().cpuUs : null),
+    outsideGroup,
+    signal: (rootPid, sig) => {
+      if (linux) treeOf(rootPid).walk(); // the latest members: whatever was born since is ended too
+      return signalTree(rootPid, sig);
+    },
+    alive: (rootPid) => (linux ? treeOf(rootPid).walk().members.length > 0 : signalGroup(rootPid, 0)),
+    release: (rootPid) => void trees.delete(rootPid),
   };
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Checks the registry helper built for this machine (build/native/<platform>-<arch>/): both files
 // are there and built for this system and CPU, and the library exports every function gpushare.h
-// declares (GS_API), found by loading it the way the app does, with koffi. The release workflow
+// (and on Windows jobs-win32.h) declares (GS_API), found by loading it the way the app does, with koffi. The release workflow
 // runs it on each system before packaging; .ci/run checks the mingw-w64 cross-build with objdump.
 import koffi from 'koffi';
 import { existsSync, readFileSync } from 'node:fs';
@@ -34,7 +34,9 @@ function main() {
       problems.push(`${path} is not a ${target} binary (${kind ? `${kind.platform}-${kind.arches.join('+')}` : 'not native code'})`);
     }
   }
-  const names = declaredExports(readFileSync(join(root, 'native', 'gpushare.h'), 'utf8'));
+  // On Windows the DLL also holds the job objects of paced process trees (jobs-win32.h).
+  const headers = process.platform === 'win32' ? ['gpushare.h', 'jobs-win32.h'] : ['gpushare.h'];
+  const names = headers.flatMap((name) => declaredExports(readFileSync(join(root, 'native', name), 'utf8')));
   if (names.length === 0) problems.push('native/gpushare.h declares no GS_API function');
   const library = join(dir, files[0]);
   if (problems.length === 0) {

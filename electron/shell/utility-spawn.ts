@@ -11,9 +11,9 @@
  * - The child's parent is this main process. Chromium ends its utility processes when the main
  *   process goes away (their IPC channel closes), and the engine host also notices that its
  *   parent pid changed; a kill -9 of the app therefore takes the engine host with it. The
- *   command a `gpu-share run` paces is its own child, not a utility process: when `run` is ended
- *   without a chance to stop it, its watchdog resumes the command, which then runs on unpaced
- *   (as under the CLI after a kill -9 of `run`); the SIGKILL escalation below reaches it by pid.
+ *   command a `gpu-share run` paces is its own child (the leader of its own process group), not a
+ *   utility process: `run` ends the command's whole tree when the app goes away, and when `run`
+ *   is ended without a chance to do so (the SIGKILL escalation below), its watchdog does.
  * - The pid is known only once the process has spawned (the 'spawn' event): until then `pid`
  *   reads 0, and signals asked for before it are delivered when it has spawned.
  * - Utility processes share the app's process group, so a group signal would reach the app:

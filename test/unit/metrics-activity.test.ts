@@ -33,6 +33,14 @@ describe('commandFor', () => {
     });
   });
 
+  it('gives a llamafile its /metrics as the activity source too (on its --port, else 8080), without adding --metrics', () => {
+    const llamafile = commandFor({ ...spec, kind: 'llamafile', command: '/bin/qwen.llamafile', args: ['--server', '--metrics'] }, deps);
+    expect(llamafile.args.slice(llamafile.args.indexOf('--activity-url'), llamafile.args.indexOf('--') + 2)).toEqual(['--activity-url', 'http://127.0.0.1:8080/metrics', '--', '/bin/qwen.llamafile']);
+    expect(llamafile.args.filter((arg) => arg === '--metrics')).toHaveLength(1);
+    const onPort = commandFor({ ...spec, kind: 'llamafile', command: '/bin/qwen.llamafile', args: ['--port', '9123'] }, deps);
+    expect(onPort.args).toContain('http://127.0.0.1:9123/metrics');
+  });
+
   it('starts the built-in host itself (it paces itself) and an opencoti llamafile with its weight', () => {
     expect(commandFor({ ...spec, kind: 'builtin', args: [], threads: 1 }, deps).args).toEqual(['/host.js', '--model', '/m/qwen.gguf', '--ctx', '8192', '--gpu-layers', '99', '--port', '0', '--gpu-key', 'GPU-1', '--weight', '3', '--name', 'qwen chat', '--alias', 'qwen', '--threads', '1']);
     const llamafile = commandFor({ ...spec, kind: 'opencoti-llamafile', command: '/bin/qwen.llamafile', args: [] }, deps);

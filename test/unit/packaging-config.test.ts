@@ -162,11 +162,11 @@ describe('the release workflow', () => {
     expect(workflow.jobs.release.if).toContain("startsWith(github.ref, 'refs/tags/v')");
   });
 
-  it('the helper exports the CI expects (gpushare.h GS_API = .ci/run list)', () => {
-    const header = readFileSync(join(projectRoot, 'native', 'gpushare.h'), 'utf8');
+  it('the Windows helper exports the CI expects (GS_API of gpushare.h and jobs-win32.h = .ci/run list)', () => {
+    const headers = ['gpushare.h', 'jobs-win32.h'].map((name) => readFileSync(join(projectRoot, 'native', name), 'utf8'));
     const ci = readFileSync(join(projectRoot, '.ci', 'run'), 'utf8');
     const expected = ci.match(/expected="([^"]*)"/)?.[1]?.trim().split(' ') ?? [];
-    expect(declaredExports(header).sort()).toEqual(expected.sort());
+    expect(headers.flatMap(declaredExports).sort()).toEqual(expected.sort());
   });
 });
 

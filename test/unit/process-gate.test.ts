@@ -30,12 +30,10 @@ function setUp(): { clock: FakeClock; gate: ProcessGate; signals: string[]; coun
     control: {
       suspend: () => (signals.push('suspend'), true),
       resume: () => (signals.push('resume'), true),
-      // The engine works whenever it may run: 1 ms of CPU per call.
-      cpuTimeUs: () => (counts.cpu++, (cpuUs += 1_000)),
     },
+    // The engine works whenever it may run: 1 ms of CPU per call.
     activity: { workUs: () => (counts.cpu++, (cpuUs += 1_000)) },
     peers,
-    watchdog: null,
   });
   const member = { slot: 0, set: () => true } as unknown as RegistryMember;
   gate.add(ENGINE, member);

@@ -1,10 +1,15 @@
 /**
- * `gpu-share run -- <command>`: start any command as a paced peer through the process gate. We
- * hold its slot (pid = the command, owner_pid = us), suspend and resume it at window edges,
- * forward SIGINT/SIGTERM/SIGHUP to it, and exit with its exit code. The watchdog resumes it if we
- * are killed outright.
+ * `gpu-share run -- <command>`: start any command as a paced peer through the process gate. The
+ * command leads a process group of its own (POSIX; a job object on Windows), and its whole tree is
+ * what is paced and measured (native/process-control.ts). We hold its slot (pid = the command,
+ * owner_pid = us), suspend and resume the tree at window edges, forward SIGINT/SIGTERM/SIGHUP to
+ * the tree (as a terminal does to its foreground group), and exit with the command's exit code.
+ * Once we were told to stop (a forwarded SIGINT/SIGTERM, or our parent gone with
+ * --exit-with-parent), nothing of the tree outlives us: what is left when the command exits gets
+ * SIGTERM, then SIGKILL after the grace. If we are killed outright, the watchdog does the same.
  */
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { constants as osConstants } from 'node:os';
 import { RegistryError, type RegistryHelper } from '../../../native/helper.js';
@@ -17,8 +22,9 @@ import { RegistrySegment } from '../registry/segment.js';
 import { bootLogLine } from '../registry/view.js';
 import { ProcessGate, cpuActivity } from '../pacer/process-gate.js';
 import { metricsActivity } from '../pacer/metrics-activity.js';
+import { describeActivity, detectLlamaServer, serverKeyOf } from '../pacer/server-activity.js';
 import { PREPARE_US, sleepUs } from '../pacer/gate.js';
-import { startWatchdog } from '../pacer/watchdog.js';
+import { startWatchdog, type Watchdog } from '../pacer/watchdog.js';
 import type { CommandIo } from './io.js';
 import { onParentGone } from '../parent-watch.js';
 import { readControlLines } from '../engines/control-protocol.js';
@@ -33,16 +39,87 @@ export interface RunOptions {
   /** Stop the command (SIGTERM, then SIGKILL after 3 s) when whoever started us dies: for a
    *  supervisor's children, so that none outlives it. */
   exitWithParent: boolean;
-  /** A llama.cpp-style /metrics URL to judge activity by (CPU time when it does not answer). */
+  /** A llama.cpp-style /metrics URL to judge activity by (CPU time when it does not answer).
+   *  Without it, a llama.cpp server is recognised on the command line (server-activity.ts). */
   activityUrl: string | undefined;
+  /** The key the server's /metrics asks for (a server started with an API key); when absent, the
+   *  key on the command line (`--api-key`, `--api-key-file`) or in LLAMA_API_KEY, if any. */
+  activityApiKey?: string | undefined;
 }
 
-/** With --exit-with-parent: how long the command has to stop after SIGTERM before SIGKILL. */
-const PARENT_GONE_GRACE_MS = 3_000;
+/** The activity signal for a command: the given URL, a recognised llama.cpp server, or none (CPU
+ *  time), with the command line to start (a recognised llama-server gets `--metrics`) and the key
+ *  its /metrics asks for (given, or the one it is started with). */
+function chooseActivity(options: RunOptions, io: CommandIo): { url: string | undefined; apiKey: string | undefined; detected: boolean; args: string[] } {
+  const server = options.activityUrl === undefined ? detectLlamaServer(options.command, options.args, process.env) : null;
+  const url = options.activityUrl ?? server?.metricsUrl;
+  if (url === undefined) return { url, apiKey: undefined, detected: false, args: options.args };
+  const key = serverKeyOf(options.args, process.env);
+  let apiKey = options.activityApiKey ?? key.apiKey;
+  if (apiKey === undefined && key.apiKeyFile !== undefined) {
+    try {
+      apiKey = readFileSync(key.apiKeyFile, 'utf8').split(/\r?\n/)[0]?.trim() || undefined;
+    } catch (error) {
+      io.err(`gpu-share: cannot read --api-key-file ${key.apiKeyFile} (${error instanceof Error ? error.message : String(error)}); its /metrics will refuse us`);
+    }
+  }
+  return { url, apiKey, detected: server !== null, args: [...options.args, ...(server?.addArgs ?? [])] };
+}
+
+/** How long the tree has to stop after SIGTERM before SIGKILL, when we end it (our parent gone, or
+ *  what is left after the command exited on a stop signal), and when the watchdog does. */
+export const TREE_GRACE_MS = 3_000;
 
 const FORWARDED: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+/** Forwarded signals that mean "stop": after them, nothing of the tree may outlive the command. */
+const STOPPING: ReadonlySet<NodeJS.Signals> = new Set(['SIGINT', 'SIGTERM']);
 /** How long a command runs unpaced after a forwarded signal, to act on it. */
 const SIGNAL_GRACE_MS = 2_000;
+
+/**
+ * End a tree: resume it (a stopped process does not act on SIGTERM), SIGTERM, and SIGKILL to what
+ * is left after `graceMs`. Resolves once nothing of it runs.
+ */
+export async function endTree(control: ProcessControl, rootPid: number, graceMs: number): Promise<void> {
+  control.resume(rootPid);
+  if (!control.signal(rootPid, 'SIGTERM')) return;
+  control.resume(rootPid);
+  const deadline = Date.now() + graceMs;
+  while (Date.now() < deadline) {
+    if (!control.alive(rootPid)) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  control.signal(rootPid, 'SIGKILL');
+}
+
+/** Keeps the watchdog told about the tree's members outside its process group (setsid). */
+class TreeReport {
+  private reported = new Map<number, number>();
+
+  constructor(
+    private readonly watchdog: Watchdog,
+    private readonly control: ProcessControl,
+    private readonly rootPid: number,
+  ) {
+    watchdog.watchGroup(rootPid);
+  }
+
+  /** Tell the watchdog what changed since the last call (members come from the last walk: no
+   *  procfs read here). */
+  sync(): void {
+    const now = new Map(this.control.outsideGroup(this.rootPid).map((m) => [m.pid, m.startTicks] as const));
+    for (const [pid, start] of now) if (this.reported.get(pid) !== start) this.watchdog.watchProcess(pid, start);
+    for (const pid of this.reported.keys()) if (!now.has(pid)) this.watchdog.unwatchProcess(pid);
+    this.reported = now;
+  }
+
+  /** The tree is let go (the command exited and was not told to stop): the watchdog ends nothing. */
+  forget(): void {
+    for (const pid of this.reported.keys()) this.watchdog.unwatchProcess(pid);
+    this.reported.clear();
+    this.watchdog.unwatchGroup(this.rootPid);
+  }
+}
 
 /** The shell's convention: 128 + signal number for a child killed by a signal. */
 export function exitCodeOf(code: number | null, signal: NodeJS.Signals | null): number {
@@ -63,28 +140,44 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
     if (!(error instanceof RegistryError)) throw error;
     unpacedBecause = error.message;
   }
-  // Under a supervisor our stdin is its lifeline pipe (see onParentGone): the command does not get it.
-  const child = spawn(options.command, options.args, { stdio: [options.exitWithParent ? 'ignore' : 'inherit', 'inherit', 'inherit'] });
+  // Started before the command: from its first instant, our death ends its tree.
+  const watchdog = startWatchdog(TREE_GRACE_MS);
+  // Under a supervisor our stdin is its lifeline pipe (see onParentGone): the command does not get
+  // it. On POSIX the command leads a new process group (Node's detached start also makes it a
+  // session leader: terminal signals reach it through us, below).
+  const activityChoice = chooseActivity(options, io);
+  const child = spawn(options.command, activityChoice.args, { stdio: [options.exitWithParent ? 'ignore' : 'inherit', 'inherit', 'inherit'], detached: process.platform !== 'win32' });
   const spawned = await new Promise<Error | null>((resolve) => {
     child.once('spawn', () => resolve(null));
     child.once('error', (error) => resolve(error));
   });
   if (spawned !== null || child.pid === undefined) {
+    watchdog.close();
     segment?.close();
     io.err(`gpu-share: cannot start ${JSON.stringify(options.command)}: ${spawned?.message ?? 'no pid'}`);
     return 127;
   }
   const pid = child.pid;
+  const tree = new TreeReport(watchdog, control, pid);
   const exited = new Promise<number>((resolve) => child.once('exit', (code, signal) => resolve(exitCodeOf(code, signal))));
+  try {
+    control.hold(pid);
+  } catch (error) {
+    io.err(`gpu-share: ${error instanceof Error ? error.message : String(error)}; only the command itself is paced`);
+  }
 
   let gate: ProcessGate | null = null;
   let member: RegistryMember | null = null;
   let repace: NodeJS.Timeout | null = null;
+  /** Told to stop: what is left of the tree when the command exits is ended too. */
+  let stopping = false;
+  let ending: Promise<void> | null = null;
   const forward = (signal: NodeJS.Signals): void => {
+    if (STOPPING.has(signal)) stopping = true;
     // A stopped process cannot act on a signal: let it run, pass the signal on, and give it time
     // to act before pacing it again (it may ignore the signal, or treat SIGHUP as "reload").
     gate?.remove(pid);
-    child.kill(signal);
+    if (!control.signal(pid, signal)) child.kill(signal);
     if (repace !== null) clearTimeout(repace);
     repace = setTimeout(() => {
       if (gate !== null && member !== null) gate.add(pid, member);
@@ -94,8 +187,10 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
   for (const signal of FORWARDED) process.on(signal, forward);
   const stopWatchingParent = options.exitWithParent
     ? onParentGone(() => {
-        forward('SIGTERM');
-        setTimeout(() => child.kill('SIGKILL'), PARENT_GONE_GRACE_MS).unref();
+        stopping = true;
+        gate?.remove(pid);
+        if (repace !== null) clearTimeout(repace);
+        ending = endTree(control, pid, TREE_GRACE_MS);
       })
     : () => undefined;
   const cleanupSignals = (): void => {
@@ -103,11 +198,19 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
     if (repace !== null) clearTimeout(repace);
     for (const signal of FORWARDED) process.off(signal, forward);
   };
+  /** After the command exited: end the rest of the tree if we were told to stop, or let it go. */
+  const settleTree = async (): Promise<void> => {
+    if (stopping) await (ending ?? endTree(control, pid, TREE_GRACE_MS));
+    tree.forget();
+    watchdog.close();
+    control.release(pid);
+  };
 
   if (segment === null) {
     io.err(`gpu-share: ${unpacedBecause}; running ${options.command} unpaced`);
     const code = await exited;
     cleanupSignals();
+    await settleTree();
     return code;
   }
   const registry = segment;
@@ -128,22 +231,22 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
     io.err(`gpu-share: ${error instanceof Error ? error.message : String(error)}; running ${options.command} unpaced`);
     const code = await exited;
     cleanupSignals();
+    await settleTree();
     registry.close();
     return code;
   }
   const observer = new RegistryObserver(clock, false);
-  io.err(bootLogLine(options.gpuKey, slot, options.weight, observer.peers(registry).length));
+  const metrics = activityChoice.url === undefined ? null : metricsActivity(activityChoice.url, cpuActivity(control), { apiKey: activityChoice.apiKey });
+  const activityLine = describeActivity(activityChoice.url, activityChoice.detected, control.cpuTimeUs(pid) !== null);
+  io.err(`${bootLogLine(options.gpuKey, slot, options.weight, observer.peers(registry).length)}; activity: ${activityLine}`);
 
-  const metrics = options.activityUrl === undefined ? null : metricsActivity(options.activityUrl, cpuActivity(control));
   const activity = metrics ?? cpuActivity(control);
-  const watchdog = startWatchdog();
   const watcher = new RegistryObserver(clock, true);
   const pacer = new ProcessGate({
     clock,
     control,
     activity,
     peers: () => watcher.peers(registry),
-    watchdog,
   });
   pacer.add(pid, paced);
   gate = pacer;
@@ -165,10 +268,10 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
   // command exits (or pacing fails, and the command then runs unpaced).
   let pacing = true;
   const loop = async (): Promise<void> => {
-    await sleepUs(1_000); // let the watchdog hear about the command before the first suspend
     while (pacing) {
       try {
         const nextUs = pacer.step();
+        tree.sync();
         // Two naps, as in the cooperative gate: the bookkeeping just before the edge, so that
         // the edge itself only decides and signals.
         const edgeMonoUs = monotonicUs() + nextUs;
@@ -192,7 +295,6 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
     else if (result instanceof Error) io.err(`gpu-share: heartbeat failed: ${result.message}`);
   });
 
-
   const code = await exited;
   cleanupSignals();
   if (reporting !== null) clearInterval(reporting);
@@ -201,8 +303,8 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
   metrics?.stop();
   heartbeat.stop();
   pacer.remove(pid);
+  await settleTree();
   paced.leave();
-  watchdog.close();
   registry.close();
   process.off('exit', resumeOnExit);
   return code;

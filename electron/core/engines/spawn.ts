@@ -1,6 +1,7 @@
 /**
  * The supervisor's one way to start a process: in its own process group (so that a SIGKILL
- * escalation reaches an engine under a wrapper too), with a stdin pipe that is its lifeline (the
+ * escalation reaches an engine under a wrapper too; `gpu-share run` puts the command it paces in a
+ * group of its own, which its watchdog ends when `run` is killed), with a stdin pipe that is its lifeline (the
  * engine host and `gpu-share run --exit-with-parent` stop when it closes), and its output read line
  * by line.
  */

@@ -23,6 +23,7 @@ import { formatControl } from './control-protocol.js';
 import { parseHostLine } from './host-protocol.js';
 import { parsePacerLine } from '../pacer/overshoot.js';
 import type { EngineKind } from './profiles.js';
+import { LLAMA_SERVER_DEFAULT_PORT } from '../pacer/server-activity.js';
 
 export type { EngineKind };
 
@@ -137,8 +138,7 @@ export interface LaunchResult {
   engine: EngineStatus | null;
 }
 
-/** llama-server listens here unless told `--port`. */
-export const LLAMA_SERVER_DEFAULT_PORT = 8080;
+export { LLAMA_SERVER_DEFAULT_PORT };
 
 /** Graceful stop: SIGTERM, then SIGKILL after this long. */
 export const STOP_GRACE_MS = 10_000;
@@ -189,11 +189,14 @@ export function commandFor(spec: LaunchSpec, deps: Pick<SupervisorDeps, 'launche
     }
     case 'llama-server': {
       // Its /metrics (with in-flight requests) tells activity; CPU time when it does not answer.
+      // Started with an API key, its /metrics asks for it: `run` finds it on this command line.
       const args = [...model, '-c', String(spec.contextSize), '-ngl', String(spec.gpuLayers), '--metrics', ...spec.args];
-      return { command: nodePath, args: paced(spec.command ?? 'llama-server', args, `http://127.0.0.1:${healthPortOf(spec) ?? LLAMA_SERVER_DEFAULT_PORT}/metrics`), env };
+      return { command: nodePath, args: paced(spec.command ?? 'llama-server', args, metricsUrlOf(spec)), env };
     }
     case 'llamafile':
-      return { command: nodePath, args: paced(spec.command ?? 'llamafile', [...model, '-c', String(spec.contextSize), '-ngl', String(spec.gpuLayers), ...spec.args]), env };
+      // Its server is llama.cpp's: /metrics when the profile's args hold --metrics (not every
+      // llamafile knows the flag, so it is not added); CPU time otherwise.
+      return { command: nodePath, args: paced(spec.command ?? 'llamafile', [...model, '-c', String(spec.contextSize), '-ngl', String(spec.gpuLayers), ...spec.args], metricsUrlOf(spec)), env };
     case 'command':
       if (spec.command === null) throw new SupervisorError(`${spec.profileId}: a command engine needs a command`);
       return { command: nodePath, args: paced(spec.command, spec.args), env };
@@ -202,12 +205,21 @@ export function commandFor(spec: LaunchSpec, deps: Pick<SupervisorDeps, 'launche
   }
 }
 
-/** The port whose /health tells a llama-server's readiness; null for kinds without one. */
-export function healthPortOf(spec: Pick<LaunchSpec, 'kind' | 'args'>): number | null {
-  if (spec.kind !== 'llama-server') return null;
+/** The port a llama.cpp server (llama-server, llamafile) listens on: `--port`, else 8080. */
+function serverPortOf(spec: Pick<LaunchSpec, 'args'>): number {
   const at = spec.args.indexOf('--port');
   const port = at >= 0 ? Number(spec.args[at + 1]) : LLAMA_SERVER_DEFAULT_PORT;
   return Number.isInteger(port) && port > 0 && port < 65536 ? port : LLAMA_SERVER_DEFAULT_PORT;
+}
+
+/** Where a llama.cpp server's activity is read. */
+function metricsUrlOf(spec: Pick<LaunchSpec, 'args'>): string {
+  return `http://127.0.0.1:${serverPortOf(spec)}/metrics`;
+}
+
+/** The port whose /health tells a llama-server's readiness; null for kinds without one. */
+export function healthPortOf(spec: Pick<LaunchSpec, 'kind' | 'args'>): number | null {
+  return spec.kind === 'llama-server' ? serverPortOf(spec) : null;
 }
 
 /** Poll http://127.0.0.1:PORT/health every 250 ms until it answers 200 (true), or `still()` turns

@@ -26,7 +26,16 @@ export function parseServerMetrics(text: string): ServerMetrics | null {
 /** Metrics older than this are not evidence. */
 const FRESH_MS = 1_000;
 
-export function metricsActivity(url: string, fallback: ActivitySource, pollMs = 100): ActivitySource & { stop(): void } {
+export interface MetricsProbeOptions {
+  /** Sent as `Authorization: Bearer <key>`: a server started with an API key asks for it on
+   *  /metrics too. */
+  apiKey?: string | undefined;
+  pollMs?: number;
+}
+
+export function metricsActivity(url: string, fallback: ActivitySource, options: MetricsProbeOptions = {}): ActivitySource & { stop(): void } {
+  const pollMs = options.pollMs ?? 100;
+  const headers: Record<string, string> = options.apiKey === undefined ? {} : { authorization: `Bearer ${options.apiKey}` };
   let latest: { metrics: ServerMetrics; atMs: number } | null = null;
   let lastTokens: number | null = null;
   let inFlight = false;
@@ -34,7 +43,7 @@ export function metricsActivity(url: string, fallback: ActivitySource, pollMs = 
     if (inFlight) return;
     inFlight = true;
     try {
-      const response = await fetch(url, { signal: AbortSignal.timeout(500) });
+      const response = await fetch(url, { headers, signal: AbortSignal.timeout(500) });
       const metrics = response.ok ? parseServerMetrics(await response.text()) : null;
       if (metrics !== null) latest = { metrics, atMs: Date.now() };
     } catch {

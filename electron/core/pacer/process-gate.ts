@@ -1,10 +1,10 @@
 /**
  * The process gate, for engines that know nothing of the registry. The supervisor holds their
  * slots (pid = engine, owner_pid = supervisor) and, at each window edge, resumes the engine whose
- * window begins and suspends the one whose window ends. An engine's activity comes from an
- * activity source (by default its CPU time advancing while it is allowed to run). An idle engine
- * is never suspended, and every engine is resumed when the gate stops, and by the watchdog when
- * the supervisor dies.
+ * window begins and suspends the one whose window ends — its whole process tree (ProcessControl).
+ * An engine's activity comes from an activity source (by default its tree's CPU time advancing
+ * while it is allowed to run). An idle engine is never suspended, and every engine is resumed when
+ * the gate stops; when the supervisor dies, its watchdog ends the trees (pacer/watchdog.ts).
  */
 import type { ProcessControl } from '../../../native/process-control.js';
 import type { Clock } from '../clock.js';
@@ -31,7 +31,8 @@ export interface ActivitySource {
   busyNow?(pid: number): boolean | null;
 }
 
-export const cpuActivity = (control: ProcessControl): ActivitySource => ({ workUs: (pid) => control.cpuTimeUs(pid) });
+/** CPU time of the engine's whole process tree. */
+export const cpuActivity = (control: Pick<ProcessControl, 'cpuTimeUs'>): ActivitySource => ({ workUs: (pid) => control.cpuTimeUs(pid) });
 
 /**
  * Evidence of work in one sample: CPU advanced by at least 10% of the time the engine was allowed
@@ -39,12 +40,6 @@ export const cpuActivity = (control: ProcessControl): ActivitySource => ({ workU
  */
 export function workedDuring(workDeltaUs: number, runnableUs: number): boolean {
   return workDeltaUs >= 1_000 && workDeltaUs >= 0.1 * runnableUs;
-}
-
-/** What the supervisor learns about its engines and tells the watchdog. */
-export interface WatchdogLink {
-  watch(pid: number): void;
-  unwatch(pid: number): void;
 }
 
 interface Engine {
@@ -72,11 +67,11 @@ export interface ProcessGateEvent {
 
 export interface ProcessGateDeps {
   clock: Clock;
-  control: ProcessControl;
+  /** Suspends and resumes an engine's whole tree (the engine's pid is the tree's root). */
+  control: Pick<ProcessControl, 'suspend' | 'resume'>;
   activity: ActivitySource;
   /** The registry as the supervisor watches it. */
   peers: () => readonly AlivePeer[];
-  watchdog: WatchdogLink | null;
   onEvent?: (event: ProcessGateEvent) => void;
 }
 
@@ -120,7 +115,6 @@ export class ProcessGate {
       unknownActivity: false,
       ranInWindow: false,
     });
-    this.deps.watchdog?.watch(pid);
   }
 
   /** Stop pacing an engine: it is resumed and forgotten (its slot stays with its member). */
@@ -129,7 +123,6 @@ export class ProcessGate {
     if (engine === undefined) return;
     if (engine.suspended) this.resume(engine);
     this.engines.delete(pid);
-    this.deps.watchdog?.unwatch(pid);
   }
 
   /** Sample activity, decide, apply. Returns µs until the next step is due. */
