@@ -24,6 +24,8 @@ export class DashboardStore {
   estimates: Record<string, ModelEstimateView | { error: string }> = $state.raw({});
   /** The renderer's wall clock, ms, ticking every TICK_MS: for "0.4 s ago" and countdowns. */
   nowMs: number = $state(Date.now());
+  /** What was just copied to the clipboard (a button's key), for 2 s. */
+  copied: string | null = $state(null);
   /** When the last state arrived (wall ms); null before the first. */
   lastStateAtMs: number | null = $state(null);
 
@@ -124,6 +126,21 @@ export class DashboardStore {
 
   dismiss(id: string): void {
     this.model = dismissNotice(this.model, id);
+  }
+
+  /** Put text on the clipboard; `copied` names what was copied for 2 s (the button says so). A
+   *  failure becomes a notice. */
+  async copyText(what: string, text: string): Promise<void> {
+    try {
+      await navigator.clipboard.writeText(text);
+    } catch (error) {
+      this.notify(`Copying failed — ${error instanceof Error ? error.message : String(error)} (select the text and copy it by hand)`, 'bad');
+      return;
+    }
+    this.copied = what;
+    setTimeout(() => {
+      if (this.copied === what) this.copied = null;
+    }, 2000);
   }
 
   /** Run an action; a failure becomes a notice (and null). */

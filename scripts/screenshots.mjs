@@ -1,0 +1,60 @@
+// The dashboard's screenshots in docs/screenshots/, taken with Debian's Chromium (playwright-core)
+// at 1280×800 against a real `gpu-share serve` on a simulated 24 GB device: a built-in engine on a
+// generated tiny model and three paced command engines at weights 2, 1 and 0.5.
+// Run: npm run screenshots (it builds first). CHROMIUM_PATH overrides /usr/bin/chromium.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import { TINY_GGUF_SPEC, writeGguf } from '../dist/test/fixtures/gguf.js';
+import { BURN_ENGINE } from '../dist/test/fixtures/procs.js';
+import { removeSegment } from '../dist/test/fixtures/segments.js';
+import { call, startServe, state, until } from '../dist/test/fixtures/serve.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const OUT = join(ROOT, 'docs', 'screenshots');
+const KEY = 'GPU-5c1a7e2d-sim-24gb';
+const GiB = 1024 ** 3;
+
+const dir = mkdtempSync(join(tmpdir(), 'gpushare-shots-'));
+const model = join(dir, 'qwen-tiny.gguf');
+writeGguf(model, TINY_GGUF_SPEC);
+const sim = join(dir, 'sim.json');
+writeFileSync(sim, JSON.stringify({ devices: [{ key: KEY, name: 'Sim RTX 4090 24GB', totalBytes: 24 * GiB, usedBytes: Math.round(3.2 * GiB), processes: null, health: 'OK' }] }));
+const served = await startServe({ dataDir: join(dir, 'data'), sim });
+const browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-dev-shm-usage'] });
+try {
+  const profiles = [
+    { id: 'qwen-chat', name: 'qwen-chat', capabilities: ['chat'], engineKind: 'builtin', modelPath: model, contextSize: 256, threads: 1, priority: 'interactive', weight: 1 },
+    { id: 'coder', name: 'coder', capabilities: ['code'], engineKind: 'command', command: process.execPath, args: [BURN_ENGINE, '--mode', 'unaware', '--duration-s', '600'], contextSize: 256, priority: 'background', weight: 2 },
+    { id: 'summarizer', name: 'summarizer', capabilities: ['summarize'], engineKind: 'command', command: process.execPath, args: [BURN_ENGINE, '--mode', 'unaware', '--duration-s', '600'], contextSize: 256, priority: 'background', weight: 1 },
+    { id: 'embed-lab', name: 'embed-lab', capabilities: ['embed'], engineKind: 'command', command: process.execPath, args: [BURN_ENGINE, '--mode', 'unaware', '--duration-s', '600'], contextSize: 256, priority: 'lab', weight: 0.5 },
+  ];
+  for (const profile of profiles) {
+    await call(served, 'POST', '/api/profiles', profile);
+    await call(served, 'POST', '/api/engines', { profileId: profile.id });
+  }
+  await until(async () => ((await state(served)).devices[0]?.schedule?.windows.length ?? 0) >= 3 || undefined, 30_000, 'three active peers');
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  await page.goto(`${served.base}/#token=${served.token}`);
+  await page.locator('[data-testid="connection-state"][data-state="live"]').waitFor({ timeout: 15_000 });
+  mkdirSync(OUT, { recursive: true });
+  for (const view of ['peers', 'timeline', 'models', 'gpu', 'settings']) {
+    await page.getByTestId(`nav-${view}`).click();
+    // The timeline needs a few seconds of history to fill its lanes.
+    await page.waitForTimeout(view === 'timeline' ? 6_000 : 1_000);
+    if (view === 'timeline') {
+      const box = await page.getByTestId('timeline-canvas').boundingBox();
+      if (box !== null) await page.mouse.move(box.x + box.width - 40, box.y + 20);
+      await page.waitForTimeout(300);
+    }
+    await page.screenshot({ path: join(OUT, `${view}.png`) });
+    console.log(`docs/screenshots/${view}.png`);
+  }
+} finally {
+  await browser.close();
+  await served.stop();
+  removeSegment(KEY);
+  rmSync(dir, { recursive: true, force: true });
+}
