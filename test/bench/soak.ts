@@ -71,7 +71,8 @@ export async function runSoak(options: { minutes: number; seed: number; workers?
   };
   /** Sorts an answer into ok / capacity / conflict / internal. */
   const judge = (what: string, status: number, body: unknown): void => {
-    const code = (body as { error?: { code?: string } } | null)?.error?.code;
+    // The contract's codes (/api) and the gateway's OpenAI-style ones (/v1), alike.
+    const code = (body as { error?: { code?: string } } | null)?.error?.code?.toUpperCase();
     if (status >= 200 && status < 300) result.ok++;
     else if (status === 503 && code === 'NOT_ADMITTED') result.capacity++;
     else if (status === 429) result.capacity++;
@@ -117,7 +118,7 @@ export async function runSoak(options: { minutes: number; seed: number; workers?
             case 'stream': {
               const answer = await streamChat(served, profile.id, 8 + Math.floor(random() * 40));
               // Another client stopped the engine mid-answer: the stream says so, and it counts as a race.
-              if (answer.errorCode === 'ENGINE_GONE') result.conflicts++;
+              if (answer.errorCode?.toUpperCase() === 'ENGINE_GONE') result.conflicts++;
               else if (answer.errorCode !== undefined) internal(`stream: error event ${answer.errorCode}`);
               else judge('stream', answer.status, answer.body ?? null);
               result.tokensStreamed += answer.pieces.length;

@@ -196,7 +196,7 @@ describe('on a device with room for one engine', () => {
     await until(async () => ((await state(served)).gateway.queueDepth === 1 ? true : undefined), 5_000, 'one request waiting');
     const refused = await call<{ error: { code: string } }>(served, 'POST', '/v1/chat/completions', { model: 'one', messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 });
     expect(refused.status).toBe(429);
-    expect(refused.body.error.code).toBe('QUEUE_FULL');
+    expect(refused.body.error.code).toBe('rate_limit_exceeded');
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
     expect((await serving).status).toBe(200);
     expect((await waiting).status).toBe(200);
@@ -229,7 +229,7 @@ describe('on a device with room for one engine', () => {
     await new Promise((r) => setTimeout(r, 1_200)); // the sampler's next read
     const refused = await call<{ error: { code: string; verdict: string; reasons: string[]; message: string } }>(served, 'POST', '/v1/chat/completions', { model: 'three', messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 });
     expect(refused.status).toBe(503);
-    expect(refused.body.error.code).toBe('NOT_ADMITTED');
+    expect(refused.body.error.code).toBe('not_admitted');
     expect(refused.body.error.verdict).toBe('REJECT_CAPACITY');
     expect(refused.body.error.reasons.length).toBeGreaterThan(0);
     expect((await call(served, 'GET', '/gpu/peers', undefined, null)).status).toBe(200);

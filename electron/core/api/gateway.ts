@@ -6,14 +6,14 @@
  */
 import { createHash } from 'node:crypto';
 import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
-import { ApiError, badField, describeValue, requireRecord, type AppEvent, type EngineView, type Profile } from '../contract.js';
+import { ApiError, badField, describeValue, requireRecord, type AppEvent, type EngineKind, type EngineView, type Profile } from '../contract.js';
 import type { Core } from '../app-types.js';
 import { explainReason } from '../planner/describe.js';
 import type { Priority } from '../planner/policy.js';
 import type { PlacementPlan } from '../planner/types.js';
 import { servesHttp } from '../engines/supervisor.js';
 import { GatewayQueue } from './gateway-queue.js';
-import { sendError } from './http.js';
+import { openAiErrorBody, sendOpenAiError } from './http.js';
 import type { ApiMetrics } from './metrics.js';
 
 export const MAX_TOKENS_LIMIT = 131_072;
@@ -25,12 +25,45 @@ const REPLAN_EVERY_MS = 1_000;
 export type CompletionPath = '/v1/chat/completions' | '/v1/completions';
 
 export interface CompletionRequest {
-  capability: string;
+  /** What the client asked for, as it asked (echoed in the answer). */
+  model: string;
+  /** The profiles `model` names (resolveModel), in the order they are tried. */
+  profiles: Profile[];
   stream: boolean;
   /** For the log: counts and a hash, never text. */
   shape: string;
   body: Record<string, unknown>;
 }
+
+/**
+ * The profiles a request's `model` names, in this order of precedence: a capability (every profile
+ * that serves it, in the order they were added), else a profile id, else a profile name (exactly as
+ * written). null when it names none of them.
+ */
+export function resolveModel(model: string, profiles: readonly Profile[]): Profile[] | null {
+  const byCapability = profiles.filter((p) => p.capabilities.includes(model));
+  if (byCapability.length > 0) return byCapability;
+  const byId = profiles.filter((p) => p.id === model);
+  if (byId.length > 0) return byId;
+  const byName = profiles.filter((p) => p.name === model);
+  return byName.length > 0 ? byName : null;
+}
+
+/** Engines that take every OpenAI parameter themselves (the request passes through as it is). */
+const TAKES_EVERY_PARAMETER: ReadonlySet<EngineKind> = new Set(['llama-server']);
+
+/** Parameters the other engines do not implement: present (and not at their no-op value), the
+ *  request is refused naming the parameter rather than answered as if it had been honoured. */
+const UNSUPPORTED_PARAMETERS: readonly { name: string; inert: (value: unknown) => boolean }[] = [
+  ...['tools', 'tool_choice', 'functions', 'function_call', 'parallel_tool_calls', 'response_format', 'logit_bias', 'audio', 'modalities', 'prediction', 'web_search_options', 'suffix', 'reasoning_effort'].map((name) => ({ name, inert: (v: unknown) => v === undefined || v === null })),
+  { name: 'n', inert: (v) => v === undefined || v === null || v === 1 },
+  { name: 'best_of', inert: (v) => v === undefined || v === null || v === 1 },
+  { name: 'logprobs', inert: (v) => v === undefined || v === null || v === false },
+  { name: 'top_logprobs', inert: (v) => v === undefined || v === null || v === 0 },
+  { name: 'echo', inert: (v) => v === undefined || v === null || v === false },
+  { name: 'presence_penalty', inert: (v) => v === undefined || v === null || v === 0 },
+  { name: 'frequency_penalty', inert: (v) => v === undefined || v === null || v === 0 },
+];
 
 function optionalNumber(body: Record<string, unknown>, field: string, min: number, max: number, integer: boolean): void {
   const value = body[field];
@@ -40,12 +73,20 @@ function optionalNumber(body: Record<string, unknown>, field: string, min: numbe
   }
 }
 
-/** Checks a completion request; every problem is a 400 naming the field. */
-export function parseCompletionRequest(path: CompletionPath, value: unknown, capabilities: ReadonlySet<string>): CompletionRequest {
+/** Checks a completion request; every problem is a 400 naming the field (404 for a `model` that
+ *  names nothing). */
+export function parseCompletionRequest(path: CompletionPath, value: unknown, allProfiles: readonly Profile[]): CompletionRequest {
   const body = requireRecord(value, 'body');
   const model = body['model'];
-  if (typeof model !== 'string' || model === '') throw badField('model', `must name a capability (${[...capabilities].join(', ') || 'no profile defines one yet'}), got ${describeValue(model)}`);
-  if (!capabilities.has(model)) throw badField('model', `unknown capability "${model.slice(0, 64)}"; known: ${[...capabilities].join(', ') || 'none (add a profile)'}`);
+  const known = (): string => [...new Set(allProfiles.flatMap((p) => p.capabilities))].join(', ') || 'none (add a profile)';
+  if (typeof model !== 'string' || model === '') throw badField('model', `must name a capability, a profile id or a profile name (capabilities: ${known()}), got ${describeValue(model)}`);
+  const profiles = resolveModel(model, allProfiles);
+  if (profiles === null) throw new ApiError('NOT_FOUND', `The model "${model.slice(0, 64)}" does not exist: it is no capability, profile id or profile name here (capabilities: ${known()})`, { field: 'model' });
+  if (!profiles.some((p) => TAKES_EVERY_PARAMETER.has(p.engineKind))) {
+    for (const parameter of UNSUPPORTED_PARAMETERS) {
+      if (!parameter.inert(body[parameter.name])) throw badField(parameter.name, `is not supported by the ${profiles[0]?.engineKind ?? ''} engine behind "${model.slice(0, 64)}" (a llama-server profile takes it)`);
+    }
+  }
   const stream = body['stream'];
   if (stream !== undefined && stream !== null && typeof stream !== 'boolean') throw badField('stream', `must be true or false, got ${describeValue(stream)}`);
   optionalNumber(body, 'max_tokens', 1, MAX_TOKENS_LIMIT, true);
@@ -73,8 +114,20 @@ export function parseCompletionRequest(path: CompletionPath, value: unknown, cap
     else throw badField('prompt', `must be a string or an array of strings, got ${describeValue(prompt)}`);
   }
   const hash = createHash('sha256').update(JSON.stringify(body)).digest('hex').slice(0, 12);
-  return { capability: model, stream: stream === true, shape: `${shape} sha256=${hash}`, body };
+  return { model, profiles, stream: stream === true, shape: `${shape} sha256=${hash}`, body };
 }
+
+export interface ModelEntry {
+  id: string;
+  object: 'model';
+  created: number;
+  owned_by: string;
+  /** The profiles that serve it, in the order they are tried. */
+  profiles: string[];
+}
+
+const STARTED_S = Math.floor(Date.now() / 1000);
+const modelEntry = (id: string, profiles: string[]): ModelEntry => ({ id, object: 'model', created: STARTED_S, owned_by: 'gpu-share', profiles });
 
 type ForwardOutcome = 'ok' | 'not-reached' | 'cut';
 
@@ -92,28 +145,31 @@ export class Gateway {
     this.queue = new GatewayQueue(core.policy.queue.maxDepth);
   }
 
-  /** The profiles alone (no state snapshot: that reads the registry). */
-  async capabilities(): Promise<Set<string>> {
-    return new Set((await this.core.listProfiles()).flatMap((p) => p.capabilities));
-  }
-
-  async models(): Promise<{ object: 'list'; data: { id: string; object: 'model'; owned_by: string; profiles: string[] }[] }> {
+  /** The models clients see: one per capability (what `model` names first), with its profiles. */
+  async models(): Promise<{ object: 'list'; data: ModelEntry[] }> {
     const byCapability = new Map<string, string[]>();
     for (const p of await this.core.listProfiles()) for (const c of p.capabilities) byCapability.set(c, [...(byCapability.get(c) ?? []), p.id]);
-    return { object: 'list', data: [...byCapability].map(([id, profiles]) => ({ id, object: 'model', owned_by: 'gpu-share', profiles })) };
+    return { object: 'list', data: [...byCapability].map(([id, profiles]) => modelEntry(id, profiles)) };
+  }
+
+  /** One model by what a request's `model` may say (capability, profile id or name); 404 else. */
+  async model(id: string): Promise<ModelEntry> {
+    const profiles = resolveModel(id, await this.core.listProfiles());
+    if (profiles === null) throw new ApiError('NOT_FOUND', `The model "${id.slice(0, 64)}" does not exist`, { field: 'model' });
+    return modelEntry(id, profiles.map((p) => p.id));
   }
 
   async handle(req: IncomingMessage, res: ServerResponse, path: CompletionPath, body: unknown, priority: Priority): Promise<void> {
     let request: CompletionRequest;
     try {
-      request = parseCompletionRequest(path, body, await this.capabilities());
+      request = parseCompletionRequest(path, body, await this.core.listProfiles());
     } catch (error) {
       this.metrics.countRequest('bad_request');
       throw error;
     }
     if (this.queue.full) {
       this.metrics.countRequest('queue_full');
-      sendError(res, new ApiError('QUEUE_FULL', `the gateway queue is full (${this.queue.limit} waiting); retry later`), { 'retry-after': '2' });
+      sendOpenAiError(res, new ApiError('QUEUE_FULL', `the gateway queue is full (${this.queue.limit} waiting); retry later`), { 'retry-after': '2' });
       return;
     }
     let gone = false;
@@ -128,7 +184,7 @@ export class Gateway {
     for (let attempt = 1; ; attempt++) {
       let engine: EngineView;
       try {
-        engine = await this.engineFor(request.capability, priority, () => gone);
+        engine = await this.engineFor(request.model, request.profiles, priority, () => gone);
       } catch (error) {
         if (gone) {
           this.metrics.countRequest('client_gone');
@@ -163,7 +219,7 @@ export class Gateway {
         this.metrics.countRequest('client_gone');
         return;
       }
-      this.log(`gateway: ${path} ${request.capability} ${request.shape} priority=${priority} → ${engine.id} (queue position ${place.position}, waited ${Date.now() - started} ms)`);
+      this.log(`gateway: ${path} ${request.model} ${request.shape} priority=${priority} → ${engine.id} (queue position ${place.position}, waited ${Date.now() - started} ms)`);
       let outcome: ForwardOutcome;
       try {
         outcome = await this.forward(req, res, engine, path, request, place.position);
@@ -186,9 +242,11 @@ export class Gateway {
    * skipped until it is edited or launched again from the dashboard. Every way this can fail is a
    * structured 503 (or the client's own departure), never an internal error.
    */
-  private async engineFor(capability: string, priority: Priority, gone: () => boolean): Promise<EngineView> {
-    const all = this.core.profileList().filter((p) => p.capabilities.includes(capability));
-    if (all.length === 0) throw badField('model', `unknown capability "${capability}"`);
+  private async engineFor(capability: string, candidates: readonly Profile[], priority: Priority, gone: () => boolean): Promise<EngineView> {
+    // The profiles as they are now (one may have been edited or removed since the request came).
+    const current = this.core.profileList();
+    const all = candidates.map((c) => current.find((p) => p.id === c.id)).filter((p): p is Profile => p !== undefined);
+    if (all.length === 0) throw new ApiError('NOT_FOUND', `The model "${capability}" does not exist`, { field: 'model' });
     const profiles = all.filter((p) => servesHttp({ kind: p.engineKind, args: p.args }));
     if (profiles.length === 0) {
       throw new ApiError('NOT_ADMITTED', `no profile for "${capability}" serves HTTP (${all.map((p) => p.name).join(', ')}: a command profile must declare its --port)`, { reasons: ['NO_HTTP_ENGINE'] });
@@ -318,13 +376,14 @@ export class Gateway {
    * engine went away mid-answer (a stream gets a final error event naming ENGINE_GONE).
    */
   private forward(req: IncomingMessage, res: ServerResponse, engine: EngineView, path: CompletionPath, request: CompletionRequest, position: number): Promise<ForwardOutcome> {
-    const payload = JSON.stringify({ ...request.body, model: engine.profileId });
+    // The model as the client named it: the engines answer with it (llama-server and ours echo it).
+    const payload = JSON.stringify({ ...request.body, model: request.model });
     return new Promise<ForwardOutcome>((resolve) => {
       let streaming = false;
       const cut = (): void => {
         if (!res.writableEnded && streaming) {
           const error = new ApiError('ENGINE_GONE', `engine ${engine.id} stopped while answering; send the request again`);
-          res.end(`data: ${JSON.stringify(error.toBody())}\n\n`);
+          res.end(`data: ${JSON.stringify(openAiErrorBody(error))}\n\n`);
         } else {
           res.destroy();
         }

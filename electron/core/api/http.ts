@@ -64,6 +64,34 @@ export function sendError(res: ServerResponse, error: ApiError, headers: Record<
   sendJson(res, STATUS_OF[error.code], error.toBody(), headers);
 }
 
+/** OpenAI's error types and codes for ours (`/v1/*` answers as OpenAI's API does, so that its
+ *  clients raise the right exception: NotFoundError, AuthenticationError, RateLimitError, …). */
+const OPENAI_ERROR: Readonly<Record<ApiErrorCode, { type: string; code: string }>> = {
+  BAD_REQUEST: { type: 'invalid_request_error', code: 'invalid_value' },
+  UNAUTHORIZED: { type: 'invalid_request_error', code: 'invalid_api_key' },
+  FORBIDDEN: { type: 'invalid_request_error', code: 'forbidden' },
+  NOT_FOUND: { type: 'invalid_request_error', code: 'not_found' },
+  CONFLICT: { type: 'invalid_request_error', code: 'conflict' },
+  TOO_LARGE: { type: 'invalid_request_error', code: 'request_too_large' },
+  QUEUE_FULL: { type: 'requests', code: 'rate_limit_exceeded' },
+  NOT_ADMITTED: { type: 'server_error', code: 'not_admitted' },
+  ENGINE_GONE: { type: 'server_error', code: 'engine_gone' },
+  INTERNAL: { type: 'server_error', code: 'internal_error' },
+};
+
+/** An error as OpenAI's API shapes it: `{error:{message,type,param,code}}`, with the plan's
+ *  verdict and reasons beside them when a load was refused. */
+export function openAiErrorBody(error: ApiError): { error: Record<string, unknown> } {
+  const { field, ...rest } = error.details;
+  const mapped = OPENAI_ERROR[error.code];
+  const code = error.code === 'NOT_FOUND' && field === 'model' ? 'model_not_found' : error.code === 'BAD_REQUEST' && error.message.includes('is not supported') ? 'unsupported_parameter' : mapped.code;
+  return { error: { message: error.message, type: mapped.type, param: field ?? null, code, ...rest } };
+}
+
+export function sendOpenAiError(res: ServerResponse, error: ApiError, headers: Record<string, string> = {}): void {
+  sendJson(res, STATUS_OF[error.code], openAiErrorBody(error), headers);
+}
+
 /** The body as JSON (an empty body is `{}`); TOO_LARGE past the limit, BAD_REQUEST when it is not
  *  JSON. The limit is checked on the declared length first and on the bytes as they come. */
 export async function readJson(req: IncomingMessage, limit = BODY_LIMIT_BYTES): Promise<unknown> {

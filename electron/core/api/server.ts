@@ -39,7 +39,7 @@ import type { Priority } from '../planner/policy.js';
 import { buildPropsBlock } from '../registry/view.js';
 import { checkGpuKey } from '../registry/validate.js';
 import { Gateway, type CompletionPath } from './gateway.js';
-import { allowedHosts, discardBody, hostAllowed, matchToken, readJson, sendError, sendJson } from './http.js';
+import { allowedHosts, discardBody, hostAllowed, matchToken, readJson, sendError, sendJson, sendOpenAiError } from './http.js';
 import { createApiMetrics, type ApiMetrics } from './metrics.js';
 
 /** Time to receive a request's headers, the whole request, and between requests on a connection. */
@@ -145,6 +145,7 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
     { method: 'GET', pattern: new RegExp(`^${HTTP_EVENTS_PATH}$`), auth: 'dashboard', handle: (ctx) => streamEvents(ctx) },
     ...controlRoutes(),
     { method: 'GET', pattern: /^\/v1\/models$/, auth: 'gateway', handle: async (ctx) => json(ctx, await gateway.models()) },
+    { method: 'GET', pattern: /^\/v1\/models\/([^/]+)$/, auth: 'gateway', handle: async (ctx, [id]) => json(ctx, await gateway.model(id ?? '')) },
     { method: 'POST', pattern: /^\/v1\/chat\/completions$/, auth: 'gateway', handle: async (ctx) => gateway.handle(ctx.req, ctx.res, '/v1/chat/completions', await body(ctx), ctx.priority) },
     { method: 'POST', pattern: /^\/v1\/completions$/, auth: 'gateway', handle: async (ctx) => gateway.handle(ctx.req, ctx.res, '/v1/completions' satisfies CompletionPath, await body(ctx), ctx.priority) },
   ];
@@ -216,6 +217,12 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
     return true;
   }
 
+  /** `/v1/*` answers errors as OpenAI's API does; everything else in the contract's shape. */
+  function fail(req: IncomingMessage, res: ServerResponse, error: ApiError, headers: Record<string, string> = {}): void {
+    if ((req.url ?? '').startsWith('/v1/')) sendOpenAiError(res, error, headers);
+    else sendError(res, error, headers);
+  }
+
   let allowed: ReadonlySet<string> = new Set();
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (!hostAllowed(req.headers.host, allowed)) {
@@ -232,16 +239,16 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
     const route = matching.find((r) => r.method === req.method);
     if (route === undefined) {
       discardBody(req, res);
-      if (matching.length > 0) return sendError(res, new ApiError('NOT_FOUND', `${req.method ?? ''} is not served on ${url.pathname} (use ${matching.map((r) => r.method).join(', ')})`));
+      if (matching.length > 0) return fail(req, res, new ApiError('NOT_FOUND', `${req.method ?? ''} is not served on ${url.pathname} (use ${matching.map((r) => r.method).join(', ')})`));
       if (serveStatic({ req, res, url, priority: 'interactive' })) return;
-      return sendError(res, new ApiError('NOT_FOUND', `no such path: ${url.pathname}`));
+      return fail(req, res, new ApiError('NOT_FOUND', `no such path: ${url.pathname}`));
     }
     let priority: Priority = 'interactive';
     if (route.auth !== 'none') {
       const who = matchToken(req.headers.authorization, tokens());
       if (who === null || (route.auth === 'dashboard' && !who.dashboard)) {
         discardBody(req, res);
-        return sendError(res, new ApiError('UNAUTHORIZED', req.headers.authorization === undefined ? 'missing bearer token (Authorization: Bearer TOKEN)' : 'wrong token'), { 'www-authenticate': 'Bearer' });
+        return fail(req, res, new ApiError('UNAUTHORIZED', req.headers.authorization === undefined ? 'missing bearer token (Authorization: Bearer TOKEN)' : 'wrong token'), { 'www-authenticate': 'Bearer' });
       }
       priority = who.priority;
     }
@@ -254,7 +261,7 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
       const apiError = toApiError(error);
       if (apiError.code === 'INTERNAL') log(`api: ${req.method ?? ''} ${req.url ?? ''}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
       if (apiError.code === 'TOO_LARGE') discardBody(req, res, 0);
-      if (!res.headersSent) sendError(res, apiError);
+      if (!res.headersSent) fail(req, res, apiError);
       else res.destroy();
     });
   };

@@ -540,8 +540,13 @@ function sendJson(res: ServerResponse, status: number, body: unknown, headers: R
   res.end(text);
 }
 
+/** Errors as OpenAI's API shapes them (llama-server's shape too). */
+function errorBody(status: number, code: string, message: string): { error: { message: string; type: string; param: null; code: string } } {
+  return { error: { message, type: status >= 500 ? 'server_error' : 'invalid_request_error', param: null, code } };
+}
+
 function sendError(res: ServerResponse, status: number, code: string, message: string, headers: Record<string, string> = {}): void {
-  sendJson(res, status, { error: { code, message } }, headers);
+  sendJson(res, status, errorBody(status, code, message), headers);
 }
 
 class BodyTooLarge extends Error {}
@@ -737,7 +742,9 @@ class Host {
       }
       const id = `${kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${randomBytes(12).toString('hex')}`;
       const created = Math.floor(Date.now() / 1000);
-      const model = this.options.alias;
+      // The model as the client named it (the gateway passes its name on), else our alias.
+      const asked = (body as { model?: unknown }).model;
+      const model = typeof asked === 'string' && asked !== '' ? asked.slice(0, 256) : this.options.alias;
       const stream = new ResponseWriter(res, kind, id, created, model, request.stream);
       const result = await this.generate(engine, prompt, request, controller.signal, (text) => stream.text(text));
       const usage = { prompt_tokens: result.promptTokens, completion_tokens: result.completionTokens, total_tokens: result.promptTokens + result.completionTokens };
@@ -757,7 +764,7 @@ class Host {
       log('error', `${kind === 'chat' ? 'chat.completions' : 'completions'} failed: ${errorText(error)}`);
       if (!res.headersSent) sendError(res, 500, 'internal_error', errorText(error));
       else if (!res.writableEnded) {
-        res.write(`data: ${JSON.stringify({ error: { code: 'internal_error', message: errorText(error) } })}\n\n`);
+        res.write(`data: ${JSON.stringify(errorBody(500, 'internal_error', errorText(error)))}\n\n`);
         res.end();
       }
     } finally {
