@@ -146,6 +146,8 @@ export interface NvmlLibrary {
   deviceHandle(index: number): NvmlResult<NvmlDevice>;
   uuid(device: NvmlDevice): NvmlResult<string>;
   name(device: NvmlDevice): NvmlResult<string>;
+  /** The PCI bus id (nvidia-smi's "00000000:01:00.0"); null when not supported or no symbol. */
+  pciBusId(device: NvmlDevice): NvmlResult<string | null>;
   memory(device: NvmlDevice): NvmlResult<NvmlMemory>;
   /** null: the device or driver cannot attribute memory to processes (NOT_SUPPORTED, or no symbol). */
   processes(device: NvmlDevice): NvmlResult<NvmlProcess[] | null>;
@@ -261,6 +263,8 @@ function offset(table: Record<string, number>, field: string): number {
   return at;
 }
 
+const PCI_INFO_SIZE = 68;
+const PCI_BUS_ID_OFFSET = 36;
 const STRING_BUFFER = 96; // NVML_DEVICE_UUID_V2_BUFFER_SIZE, NVML_DEVICE_NAME_V2_BUFFER_SIZE
 const NVML_TEMPERATURE_GPU = 0;
 /** Extra rows for processes that start between asking the count and reading the list. */
@@ -308,6 +312,8 @@ function bind(lib: LibraryHandle, path: string): NvmlLibrary {
   const nvmlDeviceGetMemoryInfo = required<(device: NvmlDevice, memory: Uint8Array) => Ret>('nvmlDeviceGetMemoryInfo', 'int', ['void *', 'void *']);
   const nvmlDeviceGetUUID = required<(device: NvmlDevice, uuid: Uint8Array, length: number) => Ret>('nvmlDeviceGetUUID', 'int', ['void *', 'void *', 'unsigned int']);
   const nvmlDeviceGetName = required<(device: NvmlDevice, name: Uint8Array, length: number) => Ret>('nvmlDeviceGetName', 'int', ['void *', 'void *', 'unsigned int']);
+  // nvmlPciInfo_t: busIdLegacy[16], five unsigned ints, busId[32]: 68 bytes, busId at 36.
+  const nvmlDeviceGetPciInfo = optional<(device: NvmlDevice, pci: Uint8Array) => Ret>('nvmlDeviceGetPciInfo_v3', 'int', ['void *', 'void *']);
   const nvmlErrorString = optional<(code: number) => string | null>('nvmlErrorString', 'const char *', ['int']);
   const nvmlDeviceGetUtilizationRates = optional<(device: NvmlDevice, utilization: Uint8Array) => Ret>('nvmlDeviceGetUtilizationRates', 'int', ['void *', 'void *']);
   const nvmlDeviceGetTemperature = optional<(device: NvmlDevice, sensor: number, temp: [number]) => Ret>('nvmlDeviceGetTemperature', 'int', ['void *', 'int', outU32]);
@@ -368,6 +374,14 @@ function bind(lib: LibraryHandle, path: string): NvmlLibrary {
     uuid(device) {
       const buf = new Uint8Array(STRING_BUFFER);
       return result(nvmlDeviceGetUUID(device, buf, buf.length), 'nvmlDeviceGetUUID', () => cString(buf));
+    },
+    // nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader
+    pciBusId(device) {
+      if (nvmlDeviceGetPciInfo === null) return { ok: true, value: null };
+      const buf = new Uint8Array(PCI_INFO_SIZE);
+      const code = nvmlDeviceGetPciInfo(device, buf);
+      if (unavailable(code)) return { ok: true, value: null };
+      return result(code, 'nvmlDeviceGetPciInfo_v3', () => cString(buf.subarray(PCI_BUS_ID_OFFSET)));
     },
     // nvidia-smi --query-gpu=name --format=csv,noheader
     name(device) {

@@ -9,6 +9,8 @@
  *           with streaming clients, in the 2:1 and 1:1 scenarios; builtin-free, the same engines
  *           unpaced (each in a registry of its own), shows what two models on one core cost anyway
  * Prints a table (or one JSON object with --json) and writes bench-results/pacing.json.
+ * --llama-server and --gpu run real llama-servers instead (pacing-llama.ts: free, naive, gate; on
+ * one pinned core, or on the first NVIDIA GPU), writing pacing-llama-server.json / pacing-gpu.json.
  * --quick runs 2:1 only; --builtin adds the built-in engine mode; --repeat N runs every scenario N
  * times (round the modes) and reports each figure as the median of the runs, judged on the medians;
  * --scenarios, --modes, --measure-s and --token-ms narrow or stretch a run.
@@ -24,6 +26,7 @@ import { parseArgs } from 'node:util';
 import { loadRegistryHelper } from '../../native/helper.js';
 import { computeShares } from '../../electron/core/registry/shares.js';
 import { buildSchedule, stallBoundUs } from '../../electron/core/pacer/schedule.js';
+import { counterAt, gapsMs, median, rate, recoveredAtUs, round, summary } from './pacing-stats.js';
 import { BUILTIN_HOST, BURN_ENGINE, CLI, ROOT, predictedTokens, readBurnOutput, type BurnOutput as BurnOutputFile } from '../fixtures/procs.js';
 
 type Mode = 'free' | 'coop' | 'gate' | 'static' | 'builtin-free' | 'builtin';
@@ -171,36 +174,6 @@ interface ScenarioResult {
   runs?: { ratio: number | null; aggregate_pct_of_solo: number; itl_max_ms: number[]; itl_max_cpu_ms?: number[]; bound_ok: boolean; steal_ms?: number; recovery_s?: number | null; solo_before_after_tokps?: [number, number | null] }[];
 }
 
-const round = (x: number, digits = 2): number => Math.round(x * 10 ** digits) / 10 ** digits;
-
-function percentile(sorted: number[], q: number): number {
-  if (sorted.length === 0) return 0;
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
-}
-
-function gapsMs(tokens: number[], fromUs: number, toUs: number): number[] {
-  const inside = tokens.filter((t) => t >= fromUs && t < toUs);
-  const gaps: number[] = [];
-  for (let i = 1; i < inside.length; i++) gaps.push(((inside[i] ?? 0) - (inside[i - 1] ?? 0)) / 1000);
-  return gaps.sort((a, b) => a - b);
-}
-
-function summary(gaps: number[]): { p50: number; p95: number; max: number } {
-  return { p50: round(percentile(gaps, 0.5)), p95: round(percentile(gaps, 0.95)), max: round(gaps[gaps.length - 1] ?? 0) };
-}
-
-const rate = (tokens: number[], fromUs: number, toUs: number): number => tokens.filter((t) => t >= fromUs && t < toUs).length / ((toUs - fromUs) / 1e6);
-
-/** The engine's own token counter at a time, interpolated between samples; null outside them. */
-function counterAt(counters: readonly [number, number][], us: number): number | null {
-  for (let i = 1; i < counters.length; i++) {
-    const [t0, n0] = counters[i - 1] ?? [0, 0];
-    const [t1, n1] = counters[i] ?? [0, 0];
-    if (us >= t0 && us <= t1) return t1 === t0 ? n0 : n0 + ((n1 - n0) * (us - t0)) / (t1 - t0);
-  }
-  return null;
-}
-
 /** Core 0's steal time so far (ms), from /proc/stat; null where there is none to read. */
 function core0StealMs(): number | null {
   try {
@@ -249,19 +222,6 @@ function rateOf(output: BurnOutputFile, fromUs: number, toUs: number): number {
     throw new Error(`engine pid ${output.pid}: its token counter spans ${output.counters[0]?.[0]}–${output.counters.at(-1)?.[0]} µs, not the interval ${Math.round(fromUs)}–${Math.round(toUs)} µs`);
   }
   return (to - from) / ((toUs - fromUs) / 1e6);
-}
-
-/** The start of the first 200 ms window after `fromUs` in which the engine decoded at ≥ 95 % of
- *  its solo rate; null when it never did. */
-function recoveredAtUs(tokens: number[], fromUs: number, soloTokps: number): number | null {
-  const windowUs = 200_000;
-  const needed = Math.ceil(0.95 * soloTokps * (windowUs / 1e6));
-  const after = tokens.filter((t) => t >= fromUs);
-  for (let i = 0; i + needed - 1 < after.length; i++) {
-    const first = after[i] ?? 0;
-    if ((after[i + needed - 1] ?? 0) - first <= windowUs) return first;
-  }
-  return null;
 }
 
 function taskset(core: number, argv: string[]): string[] {
@@ -550,12 +510,6 @@ function withinBound(result: ScenarioResult): boolean {
   return result.weights.length < 2 || result.itl_ms_per_engine.every((itl, i) => itl.max <= (result.bound_ms[i] ?? 0) + 2 * tokenMs);
 }
 
-const median = (values: readonly number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
-};
-
 /** --repeat: the runs of one scenario and mode as one result, each figure the median of the runs
  *  (a ratio is the median of the runs' ratios, not a ratio of medians), and every run's headline
  *  figures kept under `runs`. A recovery that never happened counts as the longest. */
@@ -627,7 +581,7 @@ function table(results: ScenarioResult[]): string {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, builtin: { type: 'boolean', default: false }, 'token-ms': { type: 'string' }, modes: { type: 'string' }, scenarios: { type: 'string' }, 'measure-s': { type: 'string' }, repeat: { type: 'string' } } });
+  const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, builtin: { type: 'boolean', default: false }, 'token-ms': { type: 'string' }, modes: { type: 'string' }, scenarios: { type: 'string' }, 'measure-s': { type: 'string' }, repeat: { type: 'string' }, gpu: { type: 'boolean', default: false }, 'llama-server': { type: 'boolean', default: false } } });
   const repeat = values.repeat === undefined ? 1 : Number(values.repeat);
   if (!Number.isInteger(repeat) || repeat < 1 || repeat > 20) {
     console.error(`--repeat: must be a whole number of runs from 1 to 20 (got ${values.repeat})`);
@@ -639,6 +593,11 @@ async function main(): Promise<void> {
       console.error(`--measure-s: must be a number of seconds from 1 to 600 (got ${values['measure-s']})`);
       process.exit(2);
     }
+  }
+  if (values.gpu || values['llama-server']) {
+    const { llamaBenchMain } = await import('./pacing-llama.js');
+    process.exitCode = await llamaBenchMain({ device: values.gpu ? 'gpu' : 'cpu', modes: values.modes, scenarios: values.scenarios, measureS: values['measure-s'] === undefined ? undefined : MEASURE_S, repeat, json: values.json });
+    return;
   }
   const tokenMs = values['token-ms'] === undefined ? TOKEN_MS : Number(values['token-ms']);
   if (!Number.isFinite(tokenMs) || tokenMs < 0.5 || tokenMs > 100) {

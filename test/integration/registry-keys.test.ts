@@ -4,6 +4,7 @@
  * the fake libnvidia-ml), `--gpu N` picks the N-th, `devices` lists devices and this user's
  * registries and removes a dead one, and an unknown key says so on stderr without failing.
  */
+import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -94,6 +95,27 @@ describe('commands without a key use the first device', () => {
     expect(bad.stderr.join('\n')).toContain('--gpu 2: there is no device 2');
     for (const proc of [first, second]) proc.kill('SIGTERM');
   }, 90_000);
+});
+
+describe('a GPU without a UUID', () => {
+  it('is keyed gpu- + the first 12 hex digits of sha256("<name>|<PCI bus id>"), and join uses that key', async () => {
+    const json = join(dir, 'no-uuid.json');
+    const name = `NVIDIA Fake NoUUID ${process.pid}`;
+    writeFakeNvml(json, { devices: [{ uuid: 'unused', uuidSupported: false, pciBusId: '00000000:41:00.0', name, total: 8 * 2 ** 30, used: 0 }] });
+    const key = `gpu-${createHash('sha256').update(`${name}|00000000:41:00.0`).digest('hex').slice(0, 12)}`;
+    try {
+      const env = { ...nvml, FAKE_NVML_JSON: json };
+      const devices = await runCli(['devices', '--json'], 15_000, { env });
+      expect(devices.code, devices.stderr.join('\n')).toBe(0);
+      expect((JSON.parse(devices.stdout[0] ?? '') as { devices: { key: string }[] }).devices.map((d) => d.key)).toEqual([key]);
+      const joiner = startCli(['join', '--name', 'no-uuid'], { env });
+      expect(BOOT.exec((await joiner.waitForLine(BOOT, 15_000)).text)?.[1]).toBe(key);
+      joiner.kill('SIGTERM');
+      await joiner.exitWithin(10_000);
+    } finally {
+      rmSync(segmentPath(key), { force: true });
+    }
+  }, 40_000);
 });
 
 describe('devices and unknown keys', () => {

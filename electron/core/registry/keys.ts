@@ -2,7 +2,14 @@
  * Which registry key a command uses, decided from what the user gave and what telemetry found.
  * Pure: the devices come in as data, the answer goes out as data.
  */
+import { createHash } from 'node:crypto';
 import type { Checked } from './validate.js';
+
+/** The key of a GPU that has no UUID (our own rule; opencoti hashes the same facts, its format is
+ *  unknown): `gpu-` + the first 12 hex digits of sha256("<name>|<PCI bus id>"). */
+export function hashGpuKey(name: string, pciBusId: string): string {
+  return `gpu-${createHash('sha256').update(`${name}|${pciBusId}`).digest('hex').slice(0, 12)}`;
+}
 
 export interface KeyChoice {
   /** --gpu-key K: used as given (a test's own key, a device on another telemetry source). */

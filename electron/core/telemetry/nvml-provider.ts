@@ -24,6 +24,7 @@ import {
   type NvmlProcessApi,
   type NvmlResult,
 } from '../../../native/nvml.js';
+import { hashGpuKey } from '../registry/keys.js';
 import { checkGpuKey } from '../registry/validate.js';
 import { TelemetryError, type DeviceHealth, type DeviceSample, type ProcessUsage, type TelemetryProvider } from './types.js';
 
@@ -115,13 +116,22 @@ export class NvmlProvider implements TelemetryProvider {
     if (!handle.ok) return this.unusable(index, handle, nowUs);
     const device: NvmlDevice = handle.value;
     const uuid = lib.uuid(device);
-    if (!uuid.ok) return this.unusable(index, uuid, nowUs);
-    const key = uuid.value;
+    if (!uuid.ok && uuid.name !== 'NOT_SUPPORTED') return this.unusable(index, uuid, nowUs);
+    const name = lib.name(device);
+    if (!name.ok) return this.unusable(index, name, nowUs);
+    let key: string;
+    if (uuid.ok && uuid.value !== '') {
+      key = uuid.value;
+    } else {
+      // A GPU without a UUID: its key is a hash of its name and PCI bus id, stable across runs.
+      const bus = lib.pciBusId(device);
+      if (!bus.ok) return this.unusable(index, bus, nowUs);
+      if (bus.value === null || bus.value === '') return this.unusable(index, { ok: false, code: 3, name: 'NOT_SUPPORTED', call: 'nvmlDeviceGetPciInfo_v3', text: 'the GPU has neither a UUID nor a PCI bus id to key its registry by' }, nowUs);
+      key = hashGpuKey(name.value, bus.value);
+    }
     this.keyByIndex.set(index, key);
     const keyCheck = checkGpuKey(key);
     if (!keyCheck.ok) this.problem(key, `the UUID ${JSON.stringify(key)} is not a valid registry key (${keyCheck.message}); it is used as the key anyway`);
-    const name = lib.name(device);
-    if (!name.ok) return this.unusable(index, name, nowUs);
     this.nameByIndex.set(index, name.value);
     const memory = lib.memory(device);
     if (!memory.ok) return this.unusable(index, memory, nowUs);

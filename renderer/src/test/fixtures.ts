@@ -69,6 +69,8 @@ export function appState(overrides: Partial<AppState> = {}): AppState {
     devices: [deviceView()],
     engines: [engineView()],
     profiles: [],
+    profileFailures: [],
+    dataProblems: [],
     policy: { labPaused: false, draining: false, idleUnloadMinutes: null, revision: 'm10-v1' },
     plans: [],
     gateway: { queueDepth: 0, queueLimit: 32 },

@@ -1,0 +1,551 @@
+/**
+ * The pacing benchmark on real llama-servers, one driver for two devices:
+ *   --llama-server  CPU: every engine pinned to core 0 (the "device"), supervisors, clients and
+ *                   this harness on core 1; a generated q8_0 model with random weights
+ *   --gpu           the first NVIDIA GPU: a CUDA llama-server with every layer offloaded, no
+ *                   pinning, a generated f16 model big enough that decoding streams its weights
+ *                   from memory (sparse: the weights are zeros, which cost the GPU the same)
+ * Modes: free (unpaced), naive (a fixed SIGSTOP/SIGCONT loop over the same TDM windows, run by this
+ * harness whether or not an engine is busy) and gate (`gpu-share run`, the process gate). coop
+ * needs an engine that calls the gate per token: the built-in engine (`--builtin`, CPU).
+ *
+ * Each run of a scenario: engine 0 decodes alone (solo before), the others join, the shares are
+ * measured over whole periods, the others stop (idle release: how long engine 0 takes to get back
+ * to 95 % of its solo rate), and engine 0 alone again (solo after). Tokens are the server's own
+ * count (`tokens_predicted` in every streamed chunk; the /metrics counter moves only when a request
+ * ends), CPU time is each engine's process tree from procfs, GPU utilisation is NVML's.
+ */
+import { spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadRegistryHelper } from '../../native/helper.js';
+import { loadNvml, type NvmlDevice, type NvmlLibrary } from '../../native/nvml.js';
+import { computeShares } from '../../electron/core/registry/shares.js';
+import { buildSchedule, ownerAt, stallBoundUs, usUntilWindowEnd, type Schedule } from '../../electron/core/pacer/schedule.js';
+import { writeGguf, type GgufSpec } from '../fixtures/gguf.js';
+import { LLAMA_SERVER_HINT, findLlamaServer, freePort, nvidiaSmiListsGpu, spawnLlamaServer, streamCompletion, waitHealthy, type LlamaServerArgs } from '../fixtures/llama-server.js';
+import { CLI, ROOT, predictedTokens } from '../fixtures/procs.js';
+import { counterAt, gapsMs, median, recoveredAtUs, round, summary } from './pacing-stats.js';
+
+export type LlamaDevice = 'cpu' | 'gpu';
+export type LlamaMode = 'free' | 'naive' | 'gate';
+export const LLAMA_MODES: readonly LlamaMode[] = ['free', 'naive', 'gate'];
+
+export interface LlamaScenario {
+  name: string;
+  weights: number[];
+  /** The measured interval is this many times --measure-s. */
+  measureFactor: number;
+}
+
+export const LLAMA_SCENARIOS: readonly LlamaScenario[] = [
+  { name: '2:1', weights: [2, 1], measureFactor: 1 },
+  { name: '1:1', weights: [1, 1], measureFactor: 1 },
+  { name: '2:1:1', weights: [2, 1, 1], measureFactor: 2 },
+];
+
+/** What each device runs. CPU: ~6 ms tokens on one core (E1024/L8 q8_0, ~110 MB, random
+ *  weights); GPU: 2.4 GB of f16 weights (E4096/L6, FF 11008) that every token streams from HBM. */
+export const LLAMA_MODELS: Readonly<Record<LlamaDevice, { spec: GgufSpec; sparse: boolean; ctx: number; requestTokens: number }>> = {
+  cpu: { spec: { embedding: 1024, layers: 8, contextLength: 2048, feedForward: 2816, heads: 8, vocab: 512, type: 'q8_0', seed: 5 }, sparse: false, ctx: 1024, requestTokens: 400 },
+  gpu: { spec: { embedding: 4096, layers: 6, contextLength: 4096, feedForward: 11008, heads: 32, vocab: 512, type: 'f16', seed: 1 }, sparse: true, ctx: 2048, requestTokens: 1000 },
+};
+
+export interface LlamaBenchOptions {
+  device: LlamaDevice;
+  server: string;
+  modes: LlamaMode[];
+  scenarios: LlamaScenario[];
+  measureS: number;
+  repeat: number;
+  log: (line: string) => void;
+  /** Called with every result so far after each scenario (a run cut short keeps what it measured). */
+  onScenario?: (results: readonly LlamaResult[]) => void;
+}
+
+export interface PhaseUtilization {
+  solo_before: number | null;
+  shared: number | null;
+  solo_after: number | null;
+}
+
+export interface LlamaResult {
+  name: string;
+  mode: LlamaMode;
+  weights: number[];
+  tokps: number[];
+  /** Token split: engine 0's rate over engine 1's. */
+  ratio: number | null;
+  target_ratio: number;
+  /** 2:1:1: the two weight-1 engines' rates, the second over the first. */
+  equal_pair_ratio: number | null;
+  /** Time split: each engine's CPU time (its whole process tree) over the measured interval, %. */
+  cpu_pct: number[] | null;
+  cpu_ratio: number | null;
+  cpu_ms_per_token: number[] | null;
+  solo_tokps: number;
+  solo_before_after_tokps: [number, number];
+  aggregate_pct_of_solo: number;
+  itl_max_ms: number[];
+  itl_p50_ms: number;
+  bound_ms: number[];
+  /** Seconds from the others' stop until engine 0 decoded at ≥ 95 % of its solo rate. */
+  release_s: number | null;
+  /** NVML's GPU utilisation, mean of the samples in each phase (GPU only). */
+  gpu_util_pct: PhaseUtilization | null;
+  /** Each server's own /metrics counter at the end, and what its streams said (they agree but
+   *  for a request cut short by the stop). */
+  metrics_tokens: number[];
+  streamed_tokens: number[];
+  runs?: { ratio: number | null; cpu_ratio: number | null; aggregate_pct_of_solo: number; release_s: number | null; itl_max_ms: number[] }[];
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** CPU time (µs) of a process and all its descendants, from /proc (10 ms resolution). */
+export function treeCpuUs(pid: number): number {
+  let total = 0;
+  const seen = new Set<number>();
+  const visit = (p: number): void => {
+    if (seen.has(p)) return;
+    seen.add(p);
+    try {
+      const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      total += (Number(fields[11]) + Number(fields[12])) * 10_000; // utime, stime: USER_HZ = 100
+      for (const task of readdirSync(`/proc/${p}/task`)) {
+        for (const child of readFileSync(`/proc/${p}/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean)) visit(Number(child));
+      }
+    } catch {
+      // gone
+    }
+  };
+  visit(pid);
+  return total;
+}
+
+/** The model each device uses, generated once into the temp folder. */
+export function llamaBenchModel(device: LlamaDevice): string {
+  const { spec, sparse } = LLAMA_MODELS[device];
+  const path = join(tmpdir(), `gpushare-llama-${device}-e${spec.embedding}-l${spec.layers}-f${spec.feedForward}-${spec.type}${sparse ? '-sparse' : `-s${spec.seed ?? 1}`}.gguf`);
+  if (!existsSync(path) || statSync(path).size === 0) writeGguf(path, spec, { sparse });
+  return path;
+}
+
+interface Engine {
+  /** The process we started: the server, or its `gpu-share run` supervisor. */
+  child: ChildProcess;
+  port: number;
+  /** The llama-server process (for signals and CPU time). */
+  serverPid: () => number | undefined;
+  /** [wall µs, tokens decoded so far by this engine]: one entry per streamed chunk. */
+  counter: [number, number][];
+  tokens: number[];
+  client: AbortController | null;
+  streamed: number;
+}
+
+function childrenOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+function commOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  } catch {
+    return '';
+  }
+}
+
+/** Stops an engine's client. Its count holds until now: what the server decoded after the last
+ *  chunk that arrived is at most the chunk in flight. */
+function stopClient(engine: Engine, wallUs: () => number): void {
+  if (engine.client === null || engine.client.signal.aborted) return;
+  engine.counter.push([wallUs(), engine.counter.at(-1)?.[1] ?? 0]);
+  engine.client.abort();
+}
+
+/** Streams requests back to back until aborted, appending to the engine's counter. */
+function startClient(engine: Engine, requestTokens: number, wallUs: () => number): void {
+  const controller = new AbortController();
+  engine.client = controller;
+  let base = engine.counter.at(-1)?.[1] ?? 0;
+  void (async () => {
+    while (!controller.signal.aborted) {
+      let last = 0;
+      try {
+        const done = await streamCompletion(engine.port, requestTokens, wallUs, controller.signal, (at, decoded) => {
+          for (let i = last; i < decoded; i++) engine.tokens.push(at);
+          last = decoded;
+          engine.counter.push([at, base + decoded]);
+        });
+        base += done.tokens;
+        engine.streamed += done.tokens;
+      } catch {
+        if (controller.signal.aborted) return;
+        await sleep(50);
+      }
+    }
+  })();
+}
+
+/**
+ * The naive pacer: from the scenario's schedule, whatever the engines do, SIGCONT the engine whose
+ * window it is and SIGSTOP the others, at every window edge of the wall clock. Returns a stopper
+ * that resumes everyone.
+ */
+function naivePacer(pids: number[], schedule: Schedule, wallUs: () => number): () => void {
+  let stopped = false;
+  let timer: NodeJS.Timeout | null = null;
+  const send = (pid: number, signal: NodeJS.Signals): void => {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // gone
+    }
+  };
+  const tick = (): void => {
+    if (stopped) return;
+    const now = wallUs();
+    const owner = ownerAt(schedule, now);
+    pids.forEach((pid, slot) => send(pid, slot === owner ? 'SIGCONT' : 'SIGSTOP'));
+    timer = setTimeout(tick, Math.max(0.5, (owner === null ? schedule.periodUs : usUntilWindowEnd(schedule, owner, now)) / 1000));
+  };
+  tick();
+  return () => {
+    stopped = true;
+    if (timer !== null) clearTimeout(timer);
+    for (const pid of pids) send(pid, 'SIGCONT');
+  };
+}
+
+function nvmlSampler(): { sample: (wallUs: number) => void; mean: (fromUs: number, toUs: number) => number | null; close: () => void } | null {
+  let nvml: NvmlLibrary;
+  try {
+    nvml = loadNvml();
+  } catch {
+    return null;
+  }
+  if (!nvml.init().ok) return null;
+  const handle = nvml.deviceHandle(0);
+  if (!handle.ok) return null;
+  const device: NvmlDevice = handle.value;
+  const samples: [number, number][] = [];
+  return {
+    sample: (at) => {
+      const u = nvml.utilization(device);
+      if (u.ok && u.value !== null) samples.push([at, u.value.gpuPct]);
+    },
+    mean: (fromUs, toUs) => {
+      const inside = samples.filter(([t]) => t >= fromUs && t < toUs).map(([, v]) => v);
+      return inside.length === 0 ? null : round(inside.reduce((a, b) => a + b, 0) / inside.length, 1);
+    },
+    close: () => {
+      nvml.shutdown();
+    },
+  };
+}
+
+async function runOnce(options: LlamaBenchOptions, scenario: LlamaScenario, mode: LlamaMode, model: string): Promise<LlamaResult> {
+  const { device, server } = options;
+  const config = LLAMA_MODELS[device];
+  const helper = loadRegistryHelper();
+  const wallUs = (): number => helper.wallUs();
+  const gpuKey = `bench-llama-${process.pid}-${mode}-${scenario.name.replace(/[^0-9]/g, '')}`.slice(0, 40);
+  const shares = computeShares(scenario.weights);
+  const schedule = buildSchedule(shares.map((share, slot) => ({ slot, share })));
+  const pin = device === 'cpu';
+  const engines: Engine[] = [];
+  const nvml = device === 'gpu' ? nvmlSampler() : null;
+  let sampler: NodeJS.Timeout | null = null;
+  try {
+    for (let i = 0; i < scenario.weights.length; i++) {
+      const port = await freePort();
+      const args: LlamaServerArgs = { model, port, ctx: config.ctx, threads: pin ? 1 : 4, gpuLayers: device === 'gpu' ? 999 : 0 };
+      const enginePin = pin ? ['taskset', '-c', '0'] : [];
+      const prefix =
+        mode === 'gate'
+          ? [...(pin ? ['taskset', '-c', '1'] : []), process.execPath, CLI, 'run', '--gpu-key', gpuKey, '--weight', String(scenario.weights[i]), '--name', `e${i}`, '--activity-url', `http://127.0.0.1:${port}/metrics`, '--', ...enginePin]
+          : enginePin;
+      const child = spawnLlamaServer(prefix, server, args);
+      let stderr = '';
+      child.stderr?.on('data', (d: Buffer) => {
+        stderr = (stderr + d.toString()).slice(-2000);
+      });
+      // taskset execs the server; under `gpu-share run` it is the supervisor's child (beside the
+      // supervisor's watchdog).
+      const serverPid = (): number | undefined => {
+        if (mode !== 'gate' || child.pid === undefined) return child.pid;
+        return childrenOf(child.pid).find((pid) => !commOf(pid).startsWith('gpushare-watch'));
+      };
+      engines.push({ child, port, serverPid, counter: [], tokens: [], client: null, streamed: 0 });
+      try {
+        await waitHealthy(port, child, 180_000);
+      } catch (error) {
+        throw new Error(`${error instanceof Error ? error.message : String(error)}\n${stderr}`);
+      }
+    }
+    // Warm each engine alone (its first requests allocate and, on a GPU, capture graphs), then let
+    // the registry see every engine idle.
+    for (const engine of engines) await streamCompletion(engine.port, Math.min(200, config.requestTokens), wallUs);
+    await sleep(2_500);
+    if (nvml !== null) sampler = setInterval(() => nvml.sample(wallUs()), 100);
+
+    const t0 = wallUs();
+    const e0 = engines[0];
+    if (e0 === undefined) throw new Error('no engine');
+    startClient(e0, config.requestTokens, wallUs);
+    await sleep(3_000);
+    const othersStartUs = wallUs();
+    for (const engine of engines.slice(1)) startClient(engine, config.requestTokens, wallUs);
+    let stopNaive: (() => void) | null = null;
+    if (mode === 'naive') {
+      const pids = engines.map((e) => e.serverPid() ?? -1);
+      if (pids.some((p) => p < 0)) throw new Error('naive: a server pid is unknown');
+      stopNaive = naivePacer(pids, schedule, wallUs);
+    }
+    // Everyone decoding for a second, then whole periods.
+    const deadline = Date.now() + 30_000;
+    while (engines.some((e) => (e.tokens.at(-1) ?? 0) < othersStartUs) && Date.now() < deadline) await sleep(20);
+    const period = schedule.periodUs;
+    const fromUs = Math.ceil((wallUs() + 1e6) / period) * period;
+    const periods = Math.max(1, Math.floor((options.measureS * scenario.measureFactor * 1e6) / period));
+    const toUs = fromUs + periods * period;
+    await sleep((fromUs - wallUs()) / 1000);
+    const cpuFrom = engines.map((e) => treeCpuUs(e.serverPid() ?? -1));
+    await sleep((toUs - wallUs()) / 1000);
+    const cpuTo = engines.map((e) => treeCpuUs(e.serverPid() ?? -1));
+    await sleep(250);
+    stopNaive?.();
+    const stopUs = wallUs();
+    for (const engine of engines.slice(1)) stopClient(engine, wallUs);
+    // Idle release, then engine 0 alone again.
+    await sleep(5_000);
+    const afterFromUs = wallUs();
+    await sleep(2_000);
+    const afterToUs = wallUs();
+    stopClient(e0, wallUs);
+    if (sampler !== null) clearInterval(sampler);
+    await sleep(300);
+    const metrics = await Promise.all(engines.map((e) => predictedTokens(e.port).catch(() => Number.NaN)));
+
+    const rateOf = (e: Engine, a: number, b: number): number => {
+      const x = counterAt(e.counter, a);
+      const y = counterAt(e.counter, b);
+      if (x === null || y === null) throw new Error(`engine on port ${e.port}: its token count (${e.counter.length} samples, ${e.counter[0]?.[0] ?? '—'}–${e.counter.at(-1)?.[0] ?? '—'} µs) does not span ${Math.round(a)}–${Math.round(b)} µs`);
+      return (y - x) / ((b - a) / 1e6);
+    };
+    const before = rateOf(e0, t0 + 1e6, othersStartUs - 50_000);
+    const after = rateOf(e0, afterFromUs, afterToUs);
+    const solo = (before + after) / 2;
+    const tokps = engines.map((e) => round(rateOf(e, fromUs, toUs), 1));
+    const cpuUs = engines.map((_, i) => (cpuTo[i] ?? 0) - (cpuFrom[i] ?? 0));
+    const cpuPct = pin ? cpuUs.map((c) => round((c / (toUs - fromUs)) * 100, 1)) : null;
+    const perTokenMs = pin ? cpuUs.map((c, i) => round(c / 1000 / Math.max(1, (tokps[i] ?? 0) * ((toUs - fromUs) / 1e6)), 2)) : null;
+    const itl = engines.map((e) => summary(gapsMs(e.tokens, fromUs, toUs)));
+    const released = recoveredAtUs(e0.tokens, stopUs, solo);
+    const ratio = (a: number | undefined, b: number | undefined): number | null => (a !== undefined && b !== undefined && b > 0 ? round(a / b, 3) : null);
+    return {
+      name: scenario.name,
+      mode,
+      weights: scenario.weights,
+      tokps,
+      ratio: ratio(tokps[0], tokps[1]),
+      target_ratio: round((scenario.weights[0] ?? 1) / (scenario.weights[1] ?? 1), 3),
+      equal_pair_ratio: scenario.weights.length === 3 ? ratio(tokps[2], tokps[1]) : null,
+      cpu_pct: cpuPct,
+      cpu_ratio: cpuPct === null ? null : ratio(cpuPct[0], cpuPct[1]),
+      cpu_ms_per_token: perTokenMs,
+      solo_tokps: round(solo, 1),
+      solo_before_after_tokps: [round(before, 1), round(after, 1)],
+      aggregate_pct_of_solo: round((tokps.reduce((a, b) => a + b, 0) / solo) * 100, 1),
+      itl_max_ms: itl.map((s) => s.max),
+      itl_p50_ms: median(itl.map((s) => s.p50)),
+      bound_ms: scenario.weights.map((_, slot) => round((stallBoundUs(schedule, slot) ?? 0) / 1000, 1)),
+      release_s: released === null ? null : round(Math.max(0, released - stopUs) / 1e6, 2),
+      gpu_util_pct: nvml === null ? null : { solo_before: nvml.mean(t0 + 1e6, othersStartUs), shared: nvml.mean(fromUs, toUs), solo_after: nvml.mean(afterFromUs, afterToUs) },
+      metrics_tokens: metrics,
+      streamed_tokens: engines.map((e) => e.streamed),
+    };
+  } finally {
+    if (sampler !== null) clearInterval(sampler);
+    nvml?.close();
+    for (const engine of engines) {
+      engine.client?.abort();
+      const pid = engine.serverPid();
+      if (pid !== undefined) {
+        try {
+          process.kill(pid, 'SIGCONT');
+        } catch {
+          // gone
+        }
+      }
+      engine.child.kill('SIGTERM');
+    }
+    await Promise.all(engines.map((e) => (e.child.exitCode !== null || e.child.signalCode !== null ? Promise.resolve() : new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        e.child.kill('SIGKILL');
+        resolve();
+      }, 5_000);
+      e.child.once('exit', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    }))));
+    try {
+      helper.unlink(gpuKey);
+    } catch {
+      // never created (free and naive)
+    }
+  }
+}
+
+/** The runs of one scenario and mode as one result: each figure the median of the runs. */
+function medianOfRuns(runs: LlamaResult[]): LlamaResult {
+  const first = runs[0];
+  if (first === undefined) throw new Error('no runs');
+  if (runs.length === 1) return first;
+  const m = (pick: (r: LlamaResult) => number | null, digits = 3): number | null => {
+    const values = runs.map(pick).filter((v): v is number => v !== null);
+    return values.length === 0 ? null : round(median(values), digits);
+  };
+  const perEngine = (pick: (r: LlamaResult, i: number) => number | null, digits = 1): number[] => first.weights.map((_, i) => m((r) => pick(r, i), digits) ?? 0);
+  return {
+    ...first,
+    tokps: perEngine((r, i) => r.tokps[i] ?? null),
+    ratio: m((r) => r.ratio),
+    equal_pair_ratio: m((r) => r.equal_pair_ratio),
+    cpu_pct: first.cpu_pct === null ? null : perEngine((r, i) => r.cpu_pct?.[i] ?? null),
+    cpu_ratio: m((r) => r.cpu_ratio),
+    cpu_ms_per_token: first.cpu_ms_per_token === null ? null : perEngine((r, i) => r.cpu_ms_per_token?.[i] ?? null, 2),
+    solo_tokps: m((r) => r.solo_tokps, 1) ?? 0,
+    aggregate_pct_of_solo: m((r) => r.aggregate_pct_of_solo, 1) ?? 0,
+    itl_max_ms: perEngine((r, i) => r.itl_max_ms[i] ?? null, 2),
+    release_s: m((r) => r.release_s, 2),
+    runs: runs.map((r) => ({ ratio: r.ratio, cpu_ratio: r.cpu_ratio, aggregate_pct_of_solo: r.aggregate_pct_of_solo, release_s: r.release_s, itl_max_ms: r.itl_max_ms })),
+  };
+}
+
+export function llamaTable(results: readonly LlamaResult[]): string {
+  const header = ['scenario', 'mode', 'tok/s', 'token split', 'time split', 'target', '2:1:1 pair', 'CPU ms/tok', 'solo tok/s (before→after)', 'agg % solo', 'max gap ms', 'bound ms', 'release s', 'GPU util % solo/shared/after'];
+  const f = (x: number | null, d = 3): string => (x === null ? '—' : x.toFixed(d));
+  const rows = results.map((r) => [
+    r.name,
+    r.mode,
+    r.tokps.map((t) => t.toFixed(1)).join(' / '),
+    f(r.ratio),
+    f(r.cpu_ratio),
+    r.target_ratio.toFixed(3),
+    f(r.equal_pair_ratio),
+    r.cpu_ms_per_token === null ? '—' : r.cpu_ms_per_token.map((c) => c.toFixed(2)).join(' / '),
+    `${r.solo_tokps.toFixed(1)} (${r.solo_before_after_tokps.map((s) => s.toFixed(1)).join('→')})`,
+    r.aggregate_pct_of_solo.toFixed(1),
+    r.itl_max_ms.map((m) => m.toFixed(1)).join(' / '),
+    r.bound_ms.map((b) => b.toFixed(0)).join(' / '),
+    f(r.release_s, 2),
+    r.gpu_util_pct === null ? '—' : [r.gpu_util_pct.solo_before, r.gpu_util_pct.shared, r.gpu_util_pct.solo_after].map((u) => (u === null ? '—' : u.toFixed(0))).join(' / '),
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? '').length)));
+  const line = (cells: string[]): string => cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
+  return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
+}
+
+export async function runLlamaBench(options: LlamaBenchOptions): Promise<LlamaResult[]> {
+  const model = llamaBenchModel(options.device);
+  const results: LlamaResult[] = [];
+  for (const scenario of options.scenarios) {
+    const byMode = new Map<LlamaMode, LlamaResult[]>();
+    for (let run = 0; run < options.repeat; run++) {
+      for (const mode of options.modes) {
+        let result: LlamaResult;
+        try {
+          result = await runOnce(options, scenario, mode, model);
+        } catch (error) {
+          options.log(`  ${scenario.name} ${mode}: failed: ${error instanceof Error ? error.message : String(error)}`);
+          continue;
+        }
+        byMode.set(mode, [...(byMode.get(mode) ?? []), result]);
+        options.log(`  ${scenario.name.padEnd(6)} ${mode.padEnd(5)}${options.repeat > 1 ? ` run ${run + 1}/${options.repeat}` : ''} tok/s ${result.tokps.join(' / ')}  tokens ${result.ratio ?? '—'}${result.cpu_ratio !== null ? `  time ${result.cpu_ratio}` : ''}${result.equal_pair_ratio !== null ? `  pair ${result.equal_pair_ratio}` : ''}  agg ${result.aggregate_pct_of_solo}% of ${result.solo_tokps} (${result.solo_before_after_tokps.join(' → ')})  max gap ${result.itl_max_ms.join('/')} ms (bound ${result.bound_ms.join('/')})  release ${result.release_s ?? 'never'} s${result.gpu_util_pct ? `  GPU ${result.gpu_util_pct.solo_before}/${result.gpu_util_pct.shared}/${result.gpu_util_pct.solo_after} %` : ''}`);
+      }
+    }
+    for (const runs of byMode.values()) results.push(medianOfRuns(runs));
+    options.onScenario?.(results);
+  }
+  return results;
+}
+
+/** Whether node-llama-cpp's CUDA build is installed (the built-in engine's coop mode on a GPU). */
+export function builtinCudaInstalled(): boolean {
+  return existsSync(join(ROOT, 'node_modules', '@node-llama-cpp', 'linux-x64-cuda'));
+}
+
+/** The GPU's name and driver, for the report (null where nvidia-smi does not answer). */
+export function gpuDescription(): string | null {
+  const result = spawnSync('nvidia-smi', ['--query-gpu=name,driver_version,memory.total', '--format=csv,noheader'], { encoding: 'utf8' });
+  return result.status === 0 ? (result.stdout.split('\n')[0] ?? '').trim() : null;
+}
+
+export interface LlamaMainArgs {
+  device: LlamaDevice;
+  modes: string | undefined;
+  scenarios: string | undefined;
+  measureS: number | undefined;
+  repeat: number;
+  json: boolean;
+}
+
+/** `bench:pacing --llama-server` and `--gpu`: the exit code (2, with one line, when the machine
+ *  lacks what the device needs). */
+export async function llamaBenchMain(args: LlamaMainArgs): Promise<number> {
+  const flag = args.device === 'gpu' ? '--gpu' : '--llama-server';
+  const fail = (line: string): number => {
+    console.error(`bench:pacing ${flag}: ${line}`);
+    return 2;
+  };
+  if (process.platform !== 'linux') return fail('needs Linux (procfs, signals)');
+  if (args.device === 'gpu' && !nvidiaSmiListsGpu()) return fail('no NVIDIA GPU here (`nvidia-smi -L` lists none)');
+  if (args.device === 'cpu' && spawnSync('sh', ['-c', 'command -v taskset']).status !== 0) return fail('needs taskset (util-linux) to pin every engine to one core');
+  const server = await findLlamaServer({ cuda: args.device === 'gpu' });
+  if (server === null) return fail(`no ${args.device === 'gpu' ? 'CUDA ' : ''}llama-server: ${args.device === 'gpu' ? 'npm run llama-server:build -- --cuda' : LLAMA_SERVER_HINT}`);
+  const modes = (args.modes?.split(',') ?? (args.device === 'gpu' ? ['free', 'gate'] : [...LLAMA_MODES])) as LlamaMode[];
+  const unknownMode = modes.find((m) => !LLAMA_MODES.includes(m));
+  if (unknownMode !== undefined) return fail(`--modes: unknown mode ${unknownMode} (with real llama-servers: ${LLAMA_MODES.join(', ')})`);
+  const names = args.scenarios?.split(',') ?? LLAMA_SCENARIOS.map((s) => s.name);
+  const unknownScenario = names.find((n) => !LLAMA_SCENARIOS.some((s) => s.name === n));
+  if (unknownScenario !== undefined) return fail(`--scenarios: unknown scenario ${unknownScenario} (with real llama-servers: ${LLAMA_SCENARIOS.map((s) => s.name).join(', ')})`);
+  const log = (line: string): void => {
+    if (args.json) process.stderr.write(`${line}\n`);
+    else console.log(line);
+  };
+  if (args.device === 'cpu') spawnSync('taskset', ['-a', '-p', '-c', '1', String(process.pid)], { stdio: 'ignore' });
+  const model = LLAMA_MODELS[args.device];
+  const gpu = args.device === 'gpu' ? gpuDescription() : null;
+  log(`pacing benchmark on llama-server (${server}), ${args.device === 'gpu' ? `GPU: ${gpu}, all layers offloaded` : 'all engines on core 0'}; model E${model.spec.embedding}/L${model.spec.layers}/FF${model.spec.feedForward} ${model.spec.type}${model.sparse ? ' (sparse: zero weights)' : ''}, ${model.requestTokens}-token requests`);
+  if (args.device === 'gpu' && !builtinCudaInstalled()) log('coop: skipped: the built-in engine\'s CUDA build (node-llama-cpp) is not installed here');
+  const started = Date.now();
+  const file = args.device === 'gpu' ? 'pacing-gpu.json' : 'pacing-llama-server.json';
+  const outDir = join(ROOT, 'bench-results');
+  const reportOf = (results: readonly LlamaResult[], complete: boolean) => ({ benchmark: `pacing-${args.device === 'gpu' ? 'gpu' : 'llama-server'}`, date: new Date().toISOString(), server, gpu, model: { ...model.spec, sparse: model.sparse, ctx: model.ctx, request_tokens: model.requestTokens }, repeat: args.repeat, duration_s: round((Date.now() - started) / 1000, 1), complete, scenarios: results });
+  const write = (results: readonly LlamaResult[], complete: boolean): void => {
+    mkdirSync(outDir, { recursive: true });
+    writeFileSync(join(outDir, file), `${JSON.stringify(reportOf(results, complete), null, 2)}\n`);
+  };
+  const results = await runLlamaBench({ device: args.device, server, modes, scenarios: LLAMA_SCENARIOS.filter((s) => names.includes(s.name)), measureS: args.measureS ?? (args.device === 'gpu' ? 3 : 4), repeat: args.repeat, log, onScenario: (so) => write(so, false) });
+  const seconds = round((Date.now() - started) / 1000, 1);
+  write(results, true);
+  const report = reportOf(results, true);
+  if (args.json) process.stdout.write(`${JSON.stringify(report)}\n`);
+  else {
+    console.log('');
+    console.log(llamaTable(results));
+    console.log(`\ntoken split = engine 0's tok/s over engine 1's (the servers' own counts); time split = the same for CPU time of each engine's process tree (CPU only); 2:1:1 pair = engine 2 over engine 1;\nsolo = engine 0 alone before the others start and after they stop; bound = (1 − share)·period; release = from the others' stop until engine 0 is back at 95 % of solo`);
+    if (args.repeat > 1) console.log(`every figure is the median of ${args.repeat} runs (each run's in the JSON, under "runs")`);
+    console.log(`${seconds} s; wrote bench-results/${file}`);
+  }
+  return results.length > 0 ? 0 : 1;
+}
