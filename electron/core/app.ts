@@ -39,6 +39,7 @@ import { spawnEngineProcess } from './engines/spawn.js';
 import { removeEngineFile, writeEngineFile } from './engines/engine-files.js';
 import { Supervisor, SupervisorError, type EngineStatus, type LaunchSpec, type SupervisorEvent } from './engines/supervisor.js';
 import { buildSchedule, stallBoundUs } from './pacer/schedule.js';
+import { parseServerMetrics } from './pacer/metrics-activity.js';
 import { EnvelopeStore } from './planner/envelopes.js';
 import { modelPeak } from './planner/estimate.js';
 import { PlanHistory } from './planner/history.js';
@@ -60,6 +61,8 @@ const STATE_INTERVAL_MS = 250;
 /** Supervisor upkeep: busy/idle from the registry, idle unload. */
 const TICK_INTERVAL_MS = 2_000;
 const LOG_TAIL = 20;
+/** How often the engines' own /metrics are read for their decode rate. */
+const RATE_INTERVAL_MS = 2_000;
 /** A peer last seen older than this that disappears aged out (rather than leaving cleanly). */
 const AGED_OUT_AFTER_MS = 2_000;
 
@@ -103,6 +106,8 @@ class GpuShareCore implements Core {
   private readonly segments: SegmentCache;
   /** Writable handles, only to free the slots of engines of ours that exited. */
   private readonly writers = new Map<string, RegistrySegment>();
+  /** Engine id → its last token counter reading and the decode rate measured from it. */
+  private readonly tokenRates = new Map<string, { tokens: number; atMs: number; perSecond: number | null }>();
   private readonly profiles: ProfileStore;
   private readonly envelopes: EnvelopeStore;
   private readonly leases = new LeaseBook();
@@ -190,6 +195,7 @@ class GpuShareCore implements Core {
     every(TICK_INTERVAL_MS, () => {
       void this.supervisor.tick().catch((error: unknown) => this.log(`supervisor: ${String(error)}`));
     });
+    every(RATE_INTERVAL_MS, () => void this.sampleTokenRates());
   }
 
   // -------------------------------------------------------------------------------------------
@@ -520,6 +526,34 @@ class GpuShareCore implements Core {
     return this.segments.peers(key);
   }
 
+  /**
+   * Decode rates: each running engine that serves llama-server's /metrics (the built-in engine,
+   * llama-server) is read once per interval; its rate is the counter's growth over the interval.
+   * An engine that does not answer has no rate ("—"), never an invented one.
+   */
+  private async sampleTokenRates(): Promise<void> {
+    const engines = this.supervisor.list().filter((e) => e.state === 'running' && e.port !== null && (e.kind === 'builtin' || e.kind === 'llama-server'));
+    const live = new Set(engines.map((e) => e.id));
+    for (const id of this.tokenRates.keys()) if (!live.has(id)) this.tokenRates.delete(id);
+    await Promise.all(
+      engines.map(async (engine) => {
+        let tokens: number | null = null;
+        try {
+          const response = await fetch(`http://127.0.0.1:${engine.port}/metrics`, { signal: AbortSignal.timeout(1_000) });
+          tokens = response.ok ? (parseServerMetrics(await response.text())?.tokensPredicted ?? null) : null;
+        } catch {
+          tokens = null;
+        }
+        const atMs = Date.now();
+        const before = this.tokenRates.get(engine.id);
+        if (tokens === null) return void this.tokenRates.delete(engine.id);
+        const seconds = before === undefined ? 0 : (atMs - before.atMs) / 1000;
+        const perSecond = before === undefined || seconds <= 0 || tokens < before.tokens ? null : (tokens - before.tokens) / seconds;
+        this.tokenRates.set(engine.id, { tokens, atMs, perSecond });
+      }),
+    );
+  }
+
   /** A listing file that cannot be written costs `gpu-share engines` its line, nothing else. */
   private guardFs(work: () => void): void {
     try {
@@ -580,6 +614,7 @@ class GpuShareCore implements Core {
       exitCode: status.exitCode,
       exitSignal: status.exitSignal,
       exitedAtUs: status.exitedAtUs,
+      tokensPerSecond: status.state === 'running' ? (this.tokenRates.get(status.id)?.perSecond ?? null) : null,
       weight,
       gpuKey: this.gpuKey,
       slot: peer?.record.slot ?? null,

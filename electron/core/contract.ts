@@ -91,6 +91,9 @@ export interface EngineView {
   exitSignal: string | null;
   /** Wall µs when it exited (crashed or stopped); null while it runs. */
   exitedAtUs: number | null;
+  /** Tokens decoded per second over the last ~2 s, from the engine's own /metrics; null when it
+   *  has none (a plain command) or has not been read twice yet. */
+  tokensPerSecond: number | null;
   weight: number;
   gpuKey: string;
   slot: number | null;

@@ -20,6 +20,7 @@ export function engine(id: string, fields: Partial<EngineView> = {}): EngineView
     exitCode: null,
     exitSignal: null,
     exitedAtUs: null,
+    tokensPerSecond: null,
     weight: 1,
     gpuKey: 'GPU-4090',
     slot: null,

@@ -50,6 +50,7 @@ export function engineView(overrides: Partial<EngineView> = {}): EngineView {
     exitCode: null,
     exitSignal: null,
     exitedAtUs: null,
+    tokensPerSecond: null,
     weight: 1,
     gpuKey: 'GPU-1234',
     slot: 0,
