@@ -165,7 +165,7 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
     .command('plan')
     .description('dry-run the VRAM planner for a model: verdict, reasons and the VRAM breakdown (exit 0 admit, 3 queue, 4 reject)')
     .requiredOption('--model <file.gguf>', 'the GGUF model file')
-    .addOption(new Option('--ctx <n>', 'context size in tokens').argParser(parser(wholeNumber(1, 10_000_000))).makeOptionMandatory())
+    .addOption(new Option('--ctx <n>', "context size in tokens (default: the model's trained context, at most 8192)").argParser(parser(wholeNumber(1, 10_000_000))))
     .addOption(new Option('--gpu-layers <n>', 'layers to offload (99 = all)').argParser(parser(wholeNumber(0, 100_000))).default(99))
     .addOption(new Option('--priority <p>', 'interactive, background or lab').argParser(parser(oneOf(['interactive', 'background', 'lab'] as const))).default('interactive'))
     .option('--capability <name>', 'the capability the model would serve', 'chat')
@@ -177,7 +177,7 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
     .option('--json', 'print the PlacementPlan as JSON', false)
     .exitOverride()
     .action(
-      (opts: { model: string; ctx: number; gpuLayers: number; priority: 'interactive' | 'background' | 'lab'; capability: string; engine: string; weight?: number; sim?: string; device?: string; dataDir: string; json: boolean }) =>
+      (opts: { model: string; ctx?: number; gpuLayers: number; priority: 'interactive' | 'background' | 'lab'; capability: string; engine: string; weight?: number; sim?: string; device?: string; dataDir: string; json: boolean }) =>
         run(async () => {
           const { runPlan } = await import('./core/commands/plan.js');
           const { DEFAULT_WEIGHT_BY_PRIORITY } = await import('./core/engines/profiles.js');
@@ -211,7 +211,7 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
     .description('plan, launch and supervise an engine in the foreground (a profile id, or --model FILE.gguf); Ctrl-C stops it')
     .argument('[profile]', 'the id of a profile in the data folder')
     .option('--model <file.gguf>', 'launch the built-in engine on this model (instead of a profile)')
-    .addOption(new Option('--ctx <n>', 'context size in tokens').argParser(parser(wholeNumber(16, 10_000_000))))
+    .addOption(new Option('--ctx <n>', "context size in tokens (with --model, default: the model's trained context, at most 8192)").argParser(parser(wholeNumber(16, 10_000_000))))
     .addOption(new Option('--weight <w>', 'weight (default: the profile\'s, or its priority\'s)').argParser(parser(checkWeight)))
     .addOption(new Option('--priority <p>', 'interactive, background or lab').argParser(parser(oneOf(['interactive', 'background', 'lab'] as const))))
     .addOption(new Option('--threads <n>', 'CPU threads for the built-in engine').argParser(parser(wholeNumber(1, 1024))))

@@ -15,6 +15,7 @@ import { DEFAULT_API_PORT, type Verdict } from './core/contract.js';
 import { defaultDataDir, rendererDir } from './core/paths.js';
 import { openNodeSettings } from './core/settings.js';
 import { setupIpc } from './shell/ipc.js';
+import { tidyDataDir } from './core/data-files.js';
 import { createShellExtras } from './shell/shell-extras.js';
 import { setupTray } from './shell/tray.js';
 import { createAppSpawn } from './shell/utility-spawn.js';
@@ -113,9 +114,10 @@ async function start(): Promise<void> {
   const onVisibility = setupDock();
   const dataDir = defaultDataDir();
   mkdirSync(dataDir, { recursive: true });
+  tidyDataDir(dataDir);
   // The same file as `gpu-share serve`, through conf as there (electron-store would add an IPC
   // listener of its own, outside the contract, that hands any page the userData path).
-  const settings = openNodeSettings(dataDir, DEFAULT_API_PORT);
+  const settings = openNodeSettings(dataDir, DEFAULT_API_PORT, (line) => process.stderr.write(`${line}\n`));
   const core = await startCore({
     dataDir,
     settings,

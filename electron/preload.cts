@@ -60,7 +60,7 @@ const api: GpuShareApi = {
   createProfile: (input) => callApi('createProfile', input),
   updateProfile: (id, patch) => callApi('updateProfile', id, patch),
   deleteProfile: (id) => callApi('deleteProfile', id),
-  estimateModel: (modelPath) => callApi('estimateModel', modelPath),
+  estimateModel: (modelPath, options) => (options === undefined ? callApi('estimateModel', modelPath) : callApi('estimateModel', modelPath, options)),
   setPolicy: (patch) => callApi('setPolicy', patch),
   listPlans: () => callApi('listPlans'),
 };

@@ -3,7 +3,7 @@
  * `gpu-share serve` both build the core through `startCore(options)`.
  */
 import type { RegistryHelper } from '../../native/helper.js';
-import type { GpuShareApi, AppState, EngineView, Profile } from './contract.js';
+import type { GpuShareApi, AppState, EngineView, LaunchOutcome, Profile, ProfileFailure } from './contract.js';
 import type { PlannerPolicy } from './planner/policy.js';
 import type { GpuPeersView } from './registry/view.js';
 import type { SpawnRequest, SpawnedProcess } from './engines/supervisor.js';
@@ -47,6 +47,13 @@ export interface Core extends GpuShareApi {
   engines(): EngineView[];
   /** The saved profiles, synchronously. */
   profileList(): Profile[];
+  /** Why the profile's last load failed; null when it did not (or was edited or retried since). */
+  profileFailure(profileId: string): ProfileFailure | null;
+  /** A launch on a request's behalf (the gateway): unlike `launch`, it does not retry a failed
+   *  profile; a load that fails marks the profile failed all the same. */
+  launchOnDemand(profileId: string): Promise<LaunchOutcome>;
+  /** The secret an engine's own port asks for (the gateway sends it); null for an unknown id. */
+  engineSecret(engineId: string): string | null;
   readonly settings: SettingsStore;
   readonly dataDir: string;
   /** The one versioned policy the planner and the gateway's queue follow. */

@@ -4,14 +4,17 @@
  * `gpu-share serve` both call `startCore`; the loopback API and the IPC bridge are thin layers over
  * the object it returns.
  */
-import { statSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { systemClock, type Clock } from './clock.js';
 import {
   ApiError,
+  badField,
   CONTRACT_VERSION,
+  defaultContextSize,
   requireString,
+  type EstimateOptions,
+  type ProfileFailure,
   type AppEvent,
   type AppState,
   type DeviceView,
@@ -30,11 +33,13 @@ import {
 import type { Core, CoreOptions, GatewayView } from './app-types.js';
 import type { Settings } from './settings.js';
 import { launchSpecFor } from './engines/launch-spec.js';
-import { ProfileError, ProfileNotFoundError, ProfileStore } from './engines/profiles.js';
+import { checkProfileEnv, DEFAULT_GPU_LAYERS, ProfileError, ProfileNotFoundError, ProfileStore } from './engines/profiles.js';
+import { describeModelProblem, inspectModelFile } from './planner/model-file.js';
 import { spawnEngineProcess } from './engines/spawn.js';
 import { removeEngineFile, writeEngineFile } from './engines/engine-files.js';
 import { Supervisor, SupervisorError, type EngineStatus, type LaunchSpec, type SupervisorEvent } from './engines/supervisor.js';
 import { buildSchedule, stallBoundUs } from './pacer/schedule.js';
+import { parseServerMetrics } from './pacer/metrics-activity.js';
 import { EnvelopeStore } from './planner/envelopes.js';
 import { modelPeak } from './planner/estimate.js';
 import { PlanHistory } from './planner/history.js';
@@ -56,6 +61,8 @@ const STATE_INTERVAL_MS = 250;
 /** Supervisor upkeep: busy/idle from the registry, idle unload. */
 const TICK_INTERVAL_MS = 2_000;
 const LOG_TAIL = 20;
+/** How often the engines' own /metrics are read for their decode rate. */
+const RATE_INTERVAL_MS = 2_000;
 /** A peer last seen older than this that disappears aged out (rather than leaving cleanly). */
 const AGED_OUT_AFTER_MS = 2_000;
 
@@ -71,6 +78,14 @@ export async function startCore(options: CoreOptions): Promise<Core> {
   return core;
 }
 
+/** A profile's model file, when it names one: a regular, readable GGUF file whose tensor data
+ *  fits in it; else a 400 naming modelPath and why. */
+async function checkModelFile(modelPath: string | null): Promise<void> {
+  if (modelPath === null) return; // a command engine without a model file
+  const check = await inspectModelFile(modelPath);
+  if (!check.ok) throw badField('modelPath', `${modelPath}: ${describeModelProblem(check.problem)}`);
+}
+
 /** Core errors → the contract's codes (what the caller does next). */
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
@@ -78,6 +93,7 @@ export function toApiError(error: unknown): ApiError {
   if (error instanceof ProfileError) return new ApiError('BAD_REQUEST', error.message, error.field === null ? {} : { field: error.field });
   if (error instanceof SupervisorError) return new ApiError(error.message.startsWith('no engine') ? 'NOT_FOUND' : 'CONFLICT', error.message);
   if (error instanceof Error && (error.name === 'EstimateError' || error.name === 'PlannerInputError')) return new ApiError('BAD_REQUEST', error.message);
+  if (error instanceof Error && error.name === 'ModelFileError') return new ApiError('BAD_REQUEST', `modelPath: ${error.message}`, { field: 'modelPath' });
   return new ApiError('INTERNAL', error instanceof Error ? error.message : String(error));
 }
 
@@ -90,6 +106,8 @@ class GpuShareCore implements Core {
   private readonly segments: SegmentCache;
   /** Writable handles, only to free the slots of engines of ours that exited. */
   private readonly writers = new Map<string, RegistrySegment>();
+  /** Engine id → its last token counter reading and the decode rate measured from it. */
+  private readonly tokenRates = new Map<string, { tokens: number; atMs: number; perSecond: number | null }>();
   private readonly profiles: ProfileStore;
   private readonly envelopes: EnvelopeStore;
   private readonly leases = new LeaseBook();
@@ -103,6 +121,9 @@ class GpuShareCore implements Core {
   private apiPort: number | null = null;
   private gateway: GatewayView = { depth: 0, limit: 0, serving: () => false };
   private closed = false;
+  /** Profiles whose last load failed (the gateway skips them), and the engines that got running. */
+  private readonly failures = new Map<string, ProfileFailure>();
+  private readonly ranOnce = new Set<string>();
 
   constructor(
     private readonly options: CoreOptions,
@@ -174,6 +195,7 @@ class GpuShareCore implements Core {
     every(TICK_INTERVAL_MS, () => {
       void this.supervisor.tick().catch((error: unknown) => this.log(`supervisor: ${String(error)}`));
     });
+    every(RATE_INTERVAL_MS, () => void this.sampleTokenRates());
   }
 
   // -------------------------------------------------------------------------------------------
@@ -196,8 +218,27 @@ class GpuShareCore implements Core {
     return plan;
   }
 
+  /** From the dashboard or the CLI: a failed profile is tried again. */
   async launch(request: LaunchRequest): Promise<LaunchOutcome> {
-    const spec = await this.specFor(request.profileId);
+    this.failures.delete(request.profileId);
+    return this.launchOnDemand(request.profileId);
+  }
+
+  async launchOnDemand(profileId: string): Promise<LaunchOutcome> {
+    let spec: LaunchSpec;
+    try {
+      spec = await this.specFor(profileId);
+    } catch (error) {
+      const apiError = toApiError(error);
+      if (apiError.code !== 'NOT_FOUND') this.markFailed(profileId, apiError.message);
+      throw apiError;
+    }
+    const outcome = await this.startEngine(spec);
+    if (outcome.plan.verdict === 'REJECT_HEALTH' && spec.modelProblem !== undefined) this.markFailed(profileId, `model file ${spec.modelPath ?? ''}: ${describeModelProblem(spec.modelProblem)}`);
+    return outcome;
+  }
+
+  private startEngine(spec: LaunchSpec): Promise<LaunchOutcome> {
     return new Promise<LaunchOutcome>((resolve, reject) => {
       let answered = false;
       const launching = this.supervisor.launch(spec, {
@@ -214,6 +255,7 @@ class GpuShareCore implements Core {
           else if (result.engine !== null && result.engine.state !== 'running') this.log(`${spec.name}: exited while starting (${result.engine.exitSignal ?? `exit code ${String(result.engine.exitCode)}`})`);
         },
         (error: unknown) => {
+          this.markFailed(spec.profileId, `could not start: ${error instanceof Error ? error.message : String(error)}`);
           if (!answered) reject(toApiError(error));
           else this.log(`${spec.name}: launch failed: ${String(error)}`);
         },
@@ -244,28 +286,53 @@ class GpuShareCore implements Core {
     return this.guard(async () => {
       const id = (input as { id?: unknown }).id;
       if (typeof id === 'string' && this.profiles.get(id) !== undefined) throw new ApiError('CONFLICT', `a profile "${id}" exists already`, { field: 'id' });
+      const checked = this.profiles.checkNew(input);
+      checkProfileEnv(checked);
+      await checkModelFile(checked.modelPath);
       return this.profiles.create(input);
     });
   }
 
   async updateProfile(id: string, patch: ProfilePatch): Promise<Profile> {
-    return this.guard(async () => this.profiles.update(id, patch));
+    return this.guard(async () => {
+      const current = this.profiles.get(id);
+      if (current === undefined) throw new ProfileNotFoundError(id);
+      const checked = this.profiles.checkUpdate(id, patch);
+      checkProfileEnv(checked);
+      // A changed model file is checked; an unchanged one that went bad shows at launch.
+      if (checked.modelPath !== current.modelPath) await checkModelFile(checked.modelPath);
+      const profile = this.profiles.update(id, patch);
+      // Edited: the gateway may try it again.
+      this.failures.delete(id);
+      return profile;
+    });
   }
 
   async deleteProfile(id: string): Promise<void> {
     if (!this.profiles.delete(id)) throw new ApiError('NOT_FOUND', `no profile "${id}"`);
   }
 
-  async estimateModel(modelPath: string): Promise<ModelEstimateView> {
+  async estimateModel(modelPath: string, options: EstimateOptions = {}): Promise<ModelEstimateView> {
     requireString(modelPath, 'modelPath');
-    let fileBytes: number;
-    try {
-      fileBytes = statSync(modelPath).size;
-    } catch {
-      throw new ApiError('BAD_REQUEST', `modelPath: no such file: ${modelPath}`, { field: 'modelPath' });
-    }
-    const peak = await this.guard(() => modelPeak(this.envelopes, modelPath, { contextSize: 4096, gpuLayers: 99, engineKind: 'builtin' }));
-    return { modelPath, fileBytes, peakBytes: peak.peakBytes, peakSource: peak.peakSource };
+    // Only model files: the path comes from a form, and nothing else is opened or described.
+    if (!modelPath.toLowerCase().endsWith('.gguf')) throw badField('modelPath', 'must name a .gguf model file');
+    const check = await inspectModelFile(modelPath);
+    if (!check.ok) throw badField('modelPath', describeModelProblem(check.problem));
+    const contextSize = options.contextSize ?? defaultContextSize(check.facts.trainContextSize);
+    const kvCacheType = options.kvCacheType ?? 'f16';
+    const peak = await this.guard(() => modelPeak(this.envelopes, modelPath, { contextSize, gpuLayers: DEFAULT_GPU_LAYERS, engineKind: 'builtin' }, kvCacheType));
+    return {
+      modelPath,
+      fileBytes: check.facts.fileBytes,
+      contextSize,
+      kvCacheType,
+      trainContextSize: check.facts.trainContextSize,
+      defaultContextSize: defaultContextSize(check.facts.trainContextSize),
+      modelBytes: peak.estimate?.modelBytes ?? null,
+      contextBytes: peak.estimate?.contextBytes ?? null,
+      peakBytes: peak.peakBytes,
+      peakSource: peak.peakSource,
+    };
   }
 
   async setPolicy(patch: PolicyPatch): Promise<PolicyView> {
@@ -309,6 +376,19 @@ class GpuShareCore implements Core {
     return this.profiles.list();
   }
 
+  engineSecret(engineId: string): string | null {
+    try {
+      return this.supervisor.secretOf(engineId);
+    } catch {
+      return null;
+    }
+  }
+
+  profileFailure(profileId: string): ProfileFailure | null {
+    const failure = this.failures.get(profileId);
+    return failure === undefined ? null : { ...failure };
+  }
+
   snapshot(): AppState {
     const nowUs = this.clock.wallUs();
     const settings = this.settings.get();
@@ -322,6 +402,8 @@ class GpuShareCore implements Core {
       devices,
       engines: this.supervisor.list().map((e) => this.engineView(e, enginePeers)),
       profiles: this.profiles.list(),
+      dataProblems: [this.settings.loadProblem?.message, this.profiles.loadProblem === null ? undefined : `${this.profiles.loadProblem.message}; the file was kept as ${this.profiles.loadProblem.backup}`].filter((m): m is string => m !== undefined),
+      profileFailures: [...this.failures.values()].filter((f) => this.profiles.get(f.profileId) !== undefined).map((f) => ({ ...f })),
       policy: this.policyView(settings),
       plans: this.history.list().slice(-50).reverse(),
       gateway: { queueDepth: this.gateway.depth, queueLimit: this.gateway.limit },
@@ -355,7 +437,15 @@ class GpuShareCore implements Core {
   private async specFor(profileId: string): Promise<LaunchSpec> {
     const profile = this.profiles.get(profileId);
     if (profile === undefined) throw new ApiError('NOT_FOUND', `no profile "${profileId}"`, { field: 'profileId' });
+    // A profiles file edited by hand is held to the same rule as the API.
+    checkProfileEnv(profile);
     return this.guard(() => launchSpecFor(profile, this.envelopes, { defaultIdleUnloadMinutes: this.settings.get().idleUnloadMinutes }));
+  }
+
+  private markFailed(profileId: string, reason: string): void {
+    if (this.profiles.get(profileId) === undefined) return;
+    this.failures.set(profileId, { profileId, reason, atUs: this.clock.wallUs() });
+    this.log(`profile ${profileId}: failed to load: ${reason} (skipped by the gateway until it is edited or launched again)`);
   }
 
   private controls(): OperatorControls {
@@ -398,7 +488,13 @@ class GpuShareCore implements Core {
         this.emit({ type: 'plan', plan: event.plan });
         return;
       case 'state':
-        if (event.engine.state === 'crashed' || event.engine.state === 'stopped') {
+        if (event.engine.state === 'running') this.ranOnce.add(event.engine.id);
+        // Gone while loading, by itself: the profile cannot load as it is.
+        if ((event.engine.state === 'crashed' || event.engine.state === 'exited') && !this.ranOnce.has(event.engine.id)) {
+          const last = event.engine.lastLines.at(-1);
+          this.markFailed(event.engine.profileId, `its engine exited while loading (${event.engine.exitSignal ?? `exit code ${String(event.engine.exitCode)}`})${last === undefined ? '' : `: ${last.slice(0, 300)}`}`);
+        }
+        if (event.engine.state === 'crashed' || event.engine.state === 'exited' || event.engine.state === 'stopped') {
           this.releaseSlotOf(event.engine);
           removeEngineFile(this.dataDir, process.pid, event.engine.id);
         } else if (event.engine.state === 'running') {
@@ -406,6 +502,7 @@ class GpuShareCore implements Core {
           this.guardFs(() => writeEngineFile(this.dataDir, { id: event.engine.id, profileId: event.engine.profileId, name: event.engine.name, kind: event.engine.kind, pid: event.engine.pid, supervisorPid: process.pid, port: event.engine.port, gpuKey: this.gpuKey, startedAt: new Date(event.engine.startedAtUs / 1000).toISOString() }));
         }
         this.emit({ type: 'engine', engine: this.engineView(event.engine) });
+        if (event.engine.state === 'exited') this.log(`${event.engine.name}: exited (exit code 0)`);
         if (event.engine.state === 'crashed') this.log(`${event.engine.name}: crashed (${event.engine.exitSignal ?? `exit code ${String(event.engine.exitCode)}`})`);
         return;
       case 'progress':
@@ -427,6 +524,34 @@ class GpuShareCore implements Core {
    *  be read: a foreign or refused segment is said once and shows no peers). */
   private alivePeers(key: string): AlivePeer[] {
     return this.segments.peers(key);
+  }
+
+  /**
+   * Decode rates: each running engine that serves llama-server's /metrics (the built-in engine,
+   * llama-server) is read once per interval; its rate is the counter's growth over the interval.
+   * An engine that does not answer has no rate ("—"), never an invented one.
+   */
+  private async sampleTokenRates(): Promise<void> {
+    const engines = this.supervisor.list().filter((e) => e.state === 'running' && e.port !== null && (e.kind === 'builtin' || e.kind === 'llama-server'));
+    const live = new Set(engines.map((e) => e.id));
+    for (const id of this.tokenRates.keys()) if (!live.has(id)) this.tokenRates.delete(id);
+    await Promise.all(
+      engines.map(async (engine) => {
+        let tokens: number | null = null;
+        try {
+          const response = await fetch(`http://127.0.0.1:${engine.port}/metrics`, { signal: AbortSignal.timeout(1_000) });
+          tokens = response.ok ? (parseServerMetrics(await response.text())?.tokensPredicted ?? null) : null;
+        } catch {
+          tokens = null;
+        }
+        const atMs = Date.now();
+        const before = this.tokenRates.get(engine.id);
+        if (tokens === null) return void this.tokenRates.delete(engine.id);
+        const seconds = before === undefined ? 0 : (atMs - before.atMs) / 1000;
+        const perSecond = before === undefined || seconds <= 0 || tokens < before.tokens ? null : (tokens - before.tokens) / seconds;
+        this.tokenRates.set(engine.id, { tokens, atMs, perSecond });
+      }),
+    );
   }
 
   /** A listing file that cannot be written costs `gpu-share engines` its line, nothing else. */
@@ -489,6 +614,7 @@ class GpuShareCore implements Core {
       exitCode: status.exitCode,
       exitSignal: status.exitSignal,
       exitedAtUs: status.exitedAtUs,
+      tokensPerSecond: status.state === 'running' ? (this.tokenRates.get(status.id)?.perSecond ?? null) : null,
       weight,
       gpuKey: this.gpuKey,
       slot: peer?.record.slot ?? null,

@@ -91,6 +91,9 @@ export interface EngineView {
   exitSignal: string | null;
   /** Wall µs when it exited (crashed or stopped); null while it runs. */
   exitedAtUs: number | null;
+  /** Tokens decoded per second over the last ~2 s, from the engine's own /metrics; null when it
+   *  has none (a plain command) or has not been read twice yet. */
+  tokensPerSecond: number | null;
   weight: number;
   gpuKey: string;
   slot: number | null;
@@ -99,6 +102,15 @@ export interface EngineView {
   busy: boolean;
   /** The last few log lines, newest last. */
   logTail: string[];
+}
+
+/** A profile whose last load failed (its model file is unusable, or its engine exited while
+ *  loading): the gateway skips it until it is edited or launched again from the dashboard. */
+export interface ProfileFailure {
+  profileId: string;
+  reason: string;
+  /** Wall-clock µs of the failure. */
+  atUs: number;
 }
 
 export interface PolicyView {
@@ -116,6 +128,10 @@ export interface AppState {
   devices: DeviceView[];
   engines: EngineView[];
   profiles: Profile[];
+  /** Profiles whose last load failed, with why. */
+  profileFailures: ProfileFailure[];
+  /** Data files found unusable at start and set aside (settings, profiles): what and where kept. */
+  dataProblems: string[];
   policy: PolicyView;
   /** Newest first. */
   plans: PlacementPlan[];
@@ -155,9 +171,38 @@ export interface PolicyPatch {
   idleUnloadMinutes?: number | null;
 }
 
+/** The KV cache element types llama.cpp takes (--cache-type-k/-v); f16 is its default. */
+export type KvCacheType = 'f32' | 'f16' | 'bf16' | 'q8_0' | 'q4_0' | 'q4_1' | 'iq4_nl' | 'q5_0' | 'q5_1';
+/** Each KV cache type's ggml type number (ggml.h), for the estimator. */
+export const KV_CACHE_GGML_TYPE: Readonly<Record<KvCacheType, number>> = { f32: 0, f16: 1, q4_0: 2, q4_1: 3, q5_0: 6, q5_1: 7, q8_0: 8, iq4_nl: 20, bf16: 30 };
+export const KV_CACHE_TYPES = Object.keys(KV_CACHE_GGML_TYPE) as KvCacheType[];
+
+/** The context a new profile, `plan` and `launch --model` use unless told otherwise: the model's
+ *  trained context, capped (a 128k-token context would ask for tens of GiB of KV cache). */
+export const DEFAULT_CONTEXT_CAP = 8192;
+export function defaultContextSize(trainContextSize: number | null): number {
+  return trainContextSize === null || trainContextSize <= 0 ? DEFAULT_CONTEXT_CAP : Math.min(trainContextSize, DEFAULT_CONTEXT_CAP);
+}
+
+export interface EstimateOptions {
+  /** Tokens; the model's default context (defaultContextSize) when absent. */
+  contextSize?: number;
+  kvCacheType?: KvCacheType;
+}
+
 export interface ModelEstimateView {
   modelPath: string;
   fileBytes: number;
+  /** The context the figures are for (the request's, or the model's default). */
+  contextSize: number;
+  kvCacheType: KvCacheType;
+  /** The model's trained context (null when the file does not say) and the default it gives. */
+  trainContextSize: number | null;
+  defaultContextSize: number;
+  /** Weights, and the KV cache and compute buffers at `contextSize`; peak = their sum (or the
+   *  measured peak of an earlier load, then modelBytes and contextBytes are null). */
+  modelBytes: number | null;
+  contextBytes: number | null;
   peakBytes: number;
   peakSource: 'MEASURED' | 'ESTIMATED';
 }
@@ -253,8 +298,8 @@ export interface GpuShareApi {
   createProfile(input: ProfileInput): Promise<Profile>;
   updateProfile(id: string, patch: ProfilePatch): Promise<Profile>;
   deleteProfile(id: string): Promise<void>;
-  /** The planner's figure for a model file, for the add-model form. */
-  estimateModel(modelPath: string): Promise<ModelEstimateView>;
+  /** The planner's figure for a model file at a context size, for the add-model form. */
+  estimateModel(modelPath: string, options?: EstimateOptions): Promise<ModelEstimateView>;
   setPolicy(patch: PolicyPatch): Promise<PolicyView>;
   listPlans(): Promise<PlacementPlan[]>;
 }
@@ -380,6 +425,27 @@ export function requireEngineId(value: unknown): string {
 export function parseLaunchRequest(value: unknown): LaunchRequest {
   const body = requireRecord(value, 'body');
   return { profileId: requireString(body['profileId'], 'profileId', 40) };
+}
+
+/** The estimate's options (IPC's second argument; the HTTP body beside `modelPath`). */
+export function parseEstimateOptions(value: unknown, allowed: readonly string[] = ['contextSize', 'kvCacheType']): EstimateOptions {
+  if (value === undefined || value === null) return {};
+  const body = requireRecord(value, 'options');
+  for (const key of Object.keys(body)) {
+    if (!allowed.includes(key)) throw badField(key, `unknown field (${allowed.join(', ')})`);
+  }
+  const request: EstimateOptions = {};
+  const context = body['contextSize'];
+  if (context !== undefined && context !== null) {
+    if (typeof context !== 'number' || !Number.isInteger(context) || context < 1 || context > 10_000_000) throw badField('contextSize', `must be a whole number of tokens from 1 to 10000000, got ${describeValue(context)}`);
+    request.contextSize = context;
+  }
+  const kv = body['kvCacheType'];
+  if (kv !== undefined && kv !== null) {
+    if (typeof kv !== 'string' || !(KV_CACHE_TYPES as readonly string[]).includes(kv)) throw badField('kvCacheType', `must be one of ${KV_CACHE_TYPES.join(', ')}, got ${describeValue(kv)}`);
+    request.kvCacheType = kv as KvCacheType;
+  }
+  return request;
 }
 
 export function parsePolicyPatch(value: unknown): PolicyPatch {

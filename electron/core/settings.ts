@@ -3,6 +3,9 @@
  * app both open (openNodeSettings). The API token is created here on first start.
  */
 import { randomBytes } from 'node:crypto';
+import { existsSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { backupCopy } from './data-files.js';
 import Conf from 'conf';
 
 export type Settings = {
@@ -64,6 +67,8 @@ export interface SettingsStore {
   get(): Settings;
   update(patch: Partial<Omit<Settings, 'version'>>): Settings;
   readonly file: string;
+  /** Set when the file found at start was unusable and has been set aside. */
+  readonly loadProblem?: SettingsLoadProblem | null;
 }
 
 export class SettingsFileError extends Error {
@@ -76,17 +81,55 @@ export interface ConfLike {
   readonly path: string;
 }
 
-export function settingsFrom(conf: ConfLike): SettingsStore {
-  // Read once: `conf.store` reads and validates the file on every access, and the state (several
-  // times a second) asks for the settings. This process is the file's one writer.
+/** What tells a changed file apart: inode, size and modification time ('' when it is gone). */
+function fileStamp(path: string): string {
+  try {
+    const stat = statSync(path);
+    return `${stat.ino}:${stat.size}:${stat.mtimeMs}`;
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * The settings as the file has them now. The file is checked (one stat) whenever they are read,
+ * and read again when it changed: a token deleted from it stops working at the next request, and
+ * an update merges into what the file holds, never into a stale copy (which would write the
+ * deleted token back). A file that no longer parses or validates keeps the last good settings
+ * (`onProblem` says why); keys missing from it take their defaults, except the API token, which
+ * stays what it was (the dashboard would lose its way in otherwise).
+ */
+export function settingsFrom(conf: ConfLike, onProblem: (message: string) => void = () => undefined): SettingsStore {
   let current = conf.store;
+  let seen = fileStamp(conf.path);
+  let lastProblem = '';
+  const refresh = (): void => {
+    const stamp = fileStamp(conf.path);
+    if (stamp === seen) return;
+    seen = stamp;
+    if (stamp === '') return; // removed: the last settings stand until it is written again
+    try {
+      const read = conf.store as Partial<Settings>;
+      current = { ...defaultSettings(current.apiPort), apiToken: current.apiToken, ...read, version: 1 };
+      lastProblem = '';
+    } catch (error) {
+      const message = `settings file ${conf.path}: ${error instanceof Error ? error.message : String(error)}; the last good settings stay in use`;
+      if (message !== lastProblem) onProblem(message);
+      lastProblem = message;
+    }
+  };
   return {
     file: conf.path,
-    get: () => structuredClone(current),
+    get: () => {
+      refresh();
+      return structuredClone(current);
+    },
     update(patch) {
+      refresh();
       const next = { ...current, ...patch };
       conf.store = next; // conf validates against the schema and throws on a bad value
       current = next;
+      seen = fileStamp(conf.path);
       return structuredClone(next);
     },
   };
@@ -104,12 +147,41 @@ export function settingsConfOptions(apiPort: number): {
   return { configName: 'settings', schema: SETTINGS_SCHEMA, defaults: defaultSettings(apiPort), clearInvalidConfig: false, accessPropertiesByDotNotation: false, configFileMode: 0o600 };
 }
 
-/** The settings file in `dataDir` (serve and the app); a bad file is a SettingsFileError naming it. */
-export function openNodeSettings(dataDir: string, apiPort: number): SettingsStore {
+/** A settings file that could not be used, and where its bytes were kept. */
+export interface SettingsLoadProblem {
+  file: string;
+  backup: string;
+  message: string;
+}
+
+/**
+ * Opens a conf-like store; a file that is not JSON (an empty one included) or breaks the schema is
+ * copied to `settings.json.bad-<time>`, removed, and the store opened afresh with the defaults (a
+ * new API token), like the profiles. Anything else (a folder that cannot be read) is a
+ * SettingsFileError naming the file.
+ */
+export function openWithRecovery<T extends ConfLike>(open: () => T, file: string, nowMs: number = Date.now()): { conf: T; loadProblem: SettingsLoadProblem | null } {
   try {
-    const conf = new Conf<Settings>({ cwd: dataDir, fileExtension: 'json', watch: false, ...settingsConfOptions(apiPort) } as ConstructorParameters<typeof Conf<Settings>>[0]);
-    return settingsFrom(conf);
+    return { conf: open(), loadProblem: null };
   } catch (error) {
-    throw new SettingsFileError(`settings file ${dataDir}/settings.json: ${error instanceof Error ? error.message : String(error)} (fix or remove it; it was left as it is)`);
+    const message = error instanceof Error ? error.message : String(error);
+    if (!existsSync(file)) throw new SettingsFileError(`settings file ${file}: ${message}`);
+    const backup = backupCopy(file, nowMs);
+    rmSync(file, { force: true });
+    try {
+      return { conf: open(), loadProblem: { file, backup, message: `settings file ${file} could not be used (${message}); it was kept as ${backup} and the defaults are in use (a new dashboard token)` } };
+    } catch (again) {
+      throw new SettingsFileError(`settings file ${file}: ${again instanceof Error ? again.message : String(again)}`);
+    }
   }
+}
+
+/** The settings file in `dataDir` (serve and the app); a bad file is set aside (loadProblem says so). */
+export function openNodeSettings(dataDir: string, apiPort: number, onProblem?: (message: string) => void): SettingsStore {
+  const file = join(dataDir, 'settings.json');
+  const { conf, loadProblem } = openWithRecovery(
+    () => new Conf<Settings>({ cwd: dataDir, fileExtension: 'json', watch: false, ...settingsConfOptions(apiPort) } as ConstructorParameters<typeof Conf<Settings>>[0]),
+    file,
+  );
+  return { ...settingsFrom(conf, onProblem), loadProblem };
 }

@@ -7,6 +7,7 @@
 import {
   ApiError,
   badField,
+  parseEstimateOptions,
   parseLaunchRequest,
   parsePolicyPatch,
   requireBoolean,
@@ -122,8 +123,8 @@ export function callApi(api: Omit<GpuShareApi, 'subscribe'>, method: ApiMethod, 
       takeArguments(method, args, 1);
       return api.deleteProfile(requireProfileId(args[0]));
     case 'estimateModel':
-      takeArguments(method, args, 1);
-      return api.estimateModel(requireString(args[0], 'modelPath'));
+      if (args.length !== 2) takeArguments(method, args, 1);
+      return api.estimateModel(requireString(args[0], 'modelPath'), parseEstimateOptions(args[1]));
     case 'setPolicy':
       takeArguments(method, args, 1);
       return api.setPolicy(parsePolicyPatch(args[0]));

@@ -89,7 +89,7 @@ function weightMenu(engineId: string, current: number): TrayMenuItem[] {
 
 function engineActions(engineId: string, weight: number, engine: EngineView | undefined): TrayMenuItem[] {
   const state = engine?.state;
-  const gone = state === 'stopped' || state === 'crashed';
+  const gone = state === 'stopped' || state === 'exited' || state === 'crashed';
   return [
     submenu('Weight', weightMenu(engineId, weight), !gone && state !== 'stopping'),
     item('Stop', { kind: 'stop', engineId }, !gone && state !== 'stopping'),

@@ -1,7 +1,8 @@
 /**
  * The soak: `gpu-share serve` on a simulated device with room for about two small built-in
  * engines, and four clients doing a seeded mix of launches, gateway streams, stops, weight changes,
- * dry-run plans and state reads for N minutes. Outcomes are counted by kind: capacity answers
+ * dry-run plans and state reads for N minutes, on three working profiles, one whose model file is
+ * gone and one whose engine crashes as it starts. Outcomes are counted by kind: capacity answers
  * (QUEUE, REJECT_*, 429, 503) are the device saying no, conflicts are races the API reports
  * correctly (a weight for an engine that just stopped), internal errors are ours and must be 0.
  * At the end every engine is stopped and nothing may be left: no engine process, no lease, no
@@ -9,7 +10,7 @@
  *
  *   npm run soak -- --minutes 10 [--seed N] [--json]
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -78,11 +79,23 @@ export async function runSoak(options: { minutes: number; seed: number; workers?
     else internal(`${what}: ${status} ${JSON.stringify(body).slice(0, 300)}`);
   };
   try {
-    const profiles = ['alpha', 'beta', 'gamma'].map((id, i) => ({ id, name: id, capabilities: [id], engineKind: 'builtin', modelPath: model, contextSize: 512, threads: 1, priority: (['interactive', 'background', 'lab'] as const)[i] }));
+    const working = ['alpha', 'beta', 'gamma'].map((id, i) => ({ id, name: id, capabilities: [id], engineKind: 'builtin', modelPath: model, contextSize: 512, threads: 1, priority: (['interactive', 'background', 'lab'] as const)[i] }));
+    // Two that never work: a model file deleted after its profile was added (its loads are
+    // REJECT_HEALTH, then the gateway skips it), and an engine that crashes 0.4 s after it starts.
+    const doomed = join(dir, 'doomed.gguf');
+    copyFileSync(model, doomed);
+    const crasher = join(dir, 'crasher.mjs');
+    writeFileSync(crasher, 'setTimeout(() => process.exit(3), 400);\n');
+    const broken = [
+      { id: 'broken', name: 'broken', capabilities: ['broken'], engineKind: 'builtin', modelPath: doomed, contextSize: 512, threads: 1, priority: 'background' as const },
+      { id: 'crasher', name: 'crasher', capabilities: ['crasher'], engineKind: 'command', command: process.execPath, args: [crasher, '--port', '9'], contextSize: 512, priority: 'lab' as const },
+    ];
+    const profiles = [...working, ...broken];
     for (const p of profiles) {
       const answer = await call(served, 'POST', '/api/profiles', p);
       judge('profile', answer.status, answer.body);
     }
+    rmSync(doomed);
     const deadline = Date.now() + options.minutes * 60_000;
     const engines = async (): Promise<EngineView[]> => (await call<AppState>(served, 'GET', '/api/state')).body.engines;
     const worker = async (w: number): Promise<void> => {

@@ -91,7 +91,9 @@ describe('gpu-share plan', () => {
     const notGguf = join(dir, 'not.gguf');
     writeFileSync(notGguf, 'hello');
     const bad = plan(['--model', notGguf, '--ctx', '256', '--sim', sim('ok', [device(1 * GiB)])]);
-    expect(bad.code).toBe(1);
-    expect(bad.stderr).toContain('not a readable GGUF');
+    // A file that is no model is the model's health, not the command's failure: REJECT_HEALTH.
+    expect(bad.code).toBe(4);
+    expect(bad.stdout).toContain('MODEL_NOT_GGUF');
+    expect(bad.stdout).not.toContain('hello');
   });
 });

@@ -207,6 +207,16 @@ describe('profiles, engines, weights, plans', () => {
       // Kept in the profile: the next launch starts with it.
       expect((await call<Profile[]>(served, 'GET', '/api/profiles')).body.find((p) => p.id === 'tiny')?.weight).toBe(2.5);
 
+      // Its decode rate, read from its own /metrics: none before it has decoded, some after.
+      expect((await state(served)).engines.find((e) => e.id === engine.id)?.tokensPerSecond ?? 0).toBe(0);
+      const chat = await call<{ usage?: { completion_tokens?: number } }>(served, 'POST', '/v1/chat/completions', { model: 'chat', messages: [{ role: 'user', content: 'hello' }], max_tokens: 48, seed: 1 });
+      expect(chat.status).toBe(200);
+      const rate = await until(async () => {
+        const perSecond = (await state(served)).engines.find((e) => e.id === engine.id)?.tokensPerSecond ?? null;
+        return perSecond !== null && perSecond > 0 ? perSecond : undefined;
+      }, 8_000, 'a decode rate above 0');
+      expect(rate).toBeLessThan(10_000);
+
       const stopped = await call<EngineView>(served, 'POST', `/api/engines/${engine.id}/stop`);
       expect(stopped.body.state).toBe('stopped');
       expect((await call(served, 'PUT', `/api/engines/${engine.id}/weight`, { weight: 1 })).status).toBe(409);

@@ -1,6 +1,7 @@
 /**
  * Two minutes of mixed requests against `gpu-share serve` (launch, stream, stop, kill, weight,
- * dry-run, state): capacity answers are counted apart from internal errors, which must be 0, and
+ * dry-run, state), on working profiles beside a broken one and one whose engine crashes as it
+ * starts: capacity answers are counted apart from internal errors, which must be 0, and
  * nothing is left at the end. Longer runs: `npm run soak -- --minutes N`.
  */
 import { expect, it } from 'vitest';

@@ -11,6 +11,7 @@ import type { Core } from '../app-types.js';
 import { explainReason } from '../planner/describe.js';
 import type { Priority } from '../planner/policy.js';
 import type { PlacementPlan } from '../planner/types.js';
+import { servesHttp } from '../engines/supervisor.js';
 import { GatewayQueue } from './gateway-queue.js';
 import { sendError } from './http.js';
 import type { ApiMetrics } from './metrics.js';
@@ -79,7 +80,7 @@ type ForwardOutcome = 'ok' | 'not-reached' | 'cut';
 
 export class Gateway {
   readonly queue: GatewayQueue;
-  private readonly launching = new Map<string, Promise<EngineView>>();
+  private readonly launching = new Map<string, { promise: Promise<EngineView>; waiters: Set<() => boolean> }>();
 
   constructor(
     private readonly core: Core,
@@ -179,30 +180,79 @@ export class Gateway {
     }
   }
 
-  /** A running engine for the capability: one that runs, one that loads, or one loaded now. */
+  /**
+   * A running engine for the capability: one that runs, one that loads, or one loaded now. Only
+   * profiles whose engine serves HTTP are considered, and a profile whose last load failed is
+   * skipped until it is edited or launched again from the dashboard. Every way this can fail is a
+   * structured 503 (or the client's own departure), never an internal error.
+   */
   private async engineFor(capability: string, priority: Priority, gone: () => boolean): Promise<EngineView> {
-    const profiles = this.core.profileList().filter((p) => p.capabilities.includes(capability));
+    const all = this.core.profileList().filter((p) => p.capabilities.includes(capability));
+    if (all.length === 0) throw badField('model', `unknown capability "${capability}"`);
+    const profiles = all.filter((p) => servesHttp({ kind: p.engineKind, args: p.args }));
+    if (profiles.length === 0) {
+      throw new ApiError('NOT_ADMITTED', `no profile for "${capability}" serves HTTP (${all.map((p) => p.name).join(', ')}: a command profile must declare its --port)`, { reasons: ['NO_HTTP_ENGINE'] });
+    }
     const ids = new Set(profiles.map((p) => p.id));
     const engines = this.core.engines();
     const running = engines.find((e) => ids.has(e.profileId) && e.state === 'running' && e.port !== null);
     if (running !== undefined) return running;
     const loading = engines.find((e) => ids.has(e.profileId) && e.state === 'loading');
-    if (loading !== undefined) return this.untilRunning(loading.id, gone);
-    const profile = profiles[0];
-    if (profile === undefined) throw badField('model', `unknown capability "${capability}"`);
+    if (loading !== undefined) {
+      // A load we started for other requests: wait with them (it is cancelled only when all of
+      // us have gone). One started from the dashboard is never cancelled by a client.
+      const ours = profiles.find((p) => p.id === loading.profileId && this.launching.has(p.id));
+      return ours === undefined ? this.untilRunning(loading.id, gone) : this.shareLoad(ours, priority, gone);
+    }
+    let failure: ApiError | null = null;
+    for (const profile of profiles) {
+      const failed = this.core.profileFailure(profile.id);
+      if (failed !== null) {
+        failure ??= new ApiError('NOT_ADMITTED', `${profile.name}: its last load failed (${failed.reason}); edit the profile or launch it from the dashboard to try again`, { reasons: ['PROFILE_FAILED'] });
+        continue;
+      }
+      try {
+        return await this.shareLoad(profile, priority, gone);
+      } catch (error) {
+        const apiError = asGatewayError(profile, error);
+        // Another profile may serve the capability, unless the client left or it was only busy.
+        if (gone() || this.core.profileFailure(profile.id) === null) throw apiError;
+        failure = apiError;
+      }
+    }
+    throw failure ?? new ApiError('NOT_ADMITTED', `no profile for "${capability}" can be loaded`);
+  }
+
+  /** One load per profile, shared by the requests that wait for it: it is cancelled only when
+   *  every one of them has gone. */
+  private async shareLoad(profile: Profile, priority: Priority, gone: () => boolean): Promise<EngineView> {
     let pending = this.launching.get(profile.id);
     if (pending === undefined) {
-      pending = this.load(profile, priority, gone).finally(() => this.launching.delete(profile.id));
+      const waiters = new Set<() => boolean>();
+      const everyoneGone = (): boolean => [...waiters].every((g) => g());
+      pending = { waiters, promise: this.load(profile, priority, everyoneGone).finally(() => this.launching.delete(profile.id)) };
       this.launching.set(profile.id, pending);
     }
-    return pending;
+    pending.waiters.add(gone);
+    try {
+      return await pending.promise;
+    } finally {
+      pending.waiters.delete(gone);
+    }
   }
 
   private async load(profile: Profile, priority: Priority, gone: () => boolean): Promise<EngineView> {
     const deadline = Date.now() + this.core.policy.queue.maxWaitUs[priority] / 1000;
     for (;;) {
-      const outcome = await this.core.launch({ profileId: profile.id });
-      if (outcome.engine !== null) return this.untilRunning(outcome.engine.id, gone);
+      const outcome = await this.core.launchOnDemand(profile.id);
+      if (outcome.engine !== null) {
+        const engineId = outcome.engine.id;
+        return this.untilRunning(engineId, gone).catch((error: unknown) => {
+          // Nobody waits for it any more: the load we started for them is cancelled.
+          if (gone()) void this.core.stopEngine(engineId).catch(() => undefined);
+          throw error;
+        });
+      }
       if (outcome.plan.verdict !== 'QUEUE' || Date.now() > deadline) throw notAdmitted(profile, outcome.plan);
       // QUEUE: busy engines or pending loads stand in the way; plan again shortly.
       await new Promise((resolve) => setTimeout(resolve, REPLAN_EVERY_MS));
@@ -214,14 +264,19 @@ export class Gateway {
     return new Promise<EngineView>((resolve, reject) => {
       const check = (engine: EngineView | undefined): boolean => {
         if (engine === undefined) return false;
-        if (engine.state === 'running' && engine.port !== null) {
+        if (engine.state === 'running' && engine.port === null) {
+          finish();
+          reject(new ApiError('NOT_ADMITTED', `engine ${engine.id} runs but serves no HTTP port`, { reasons: ['NO_HTTP_ENGINE'] }));
+          return true;
+        }
+        if (engine.state === 'running') {
           finish();
           resolve(engine);
           return true;
         }
-        if (engine.state === 'crashed' || engine.state === 'stopped' || engine.state === 'stopping') {
+        if (engine.state === 'crashed' || engine.state === 'exited' || engine.state === 'stopped' || engine.state === 'stopping') {
           finish();
-          reject(new ApiError('NOT_ADMITTED', `engine ${engine.id} ${engine.state} while loading${engine.exitCode === null ? '' : ` (exit code ${engine.exitCode})`}: ${engine.logTail.slice(-1)[0] ?? ''}`));
+          reject(new ApiError('NOT_ADMITTED', `engine ${engine.id} ${engine.state} while loading${engine.exitCode === null ? '' : ` (exit code ${engine.exitCode})`}: ${engine.logTail.slice(-1)[0] ?? ''}`, { reasons: ['ENGINE_EXITED'] }));
           return true;
         }
         return false;
@@ -249,6 +304,14 @@ export class Gateway {
     });
   }
 
+  /** What the engine's port asks of a request: JSON, and its secret. */
+  private upstreamHeaders(engine: EngineView, payload: string, accept: string | undefined): Record<string, string | number> {
+    const headers: Record<string, string | number> = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), accept: accept ?? '*/*' };
+    const secret = this.core.engineSecret(engine.id);
+    if (secret !== null) headers['authorization'] = `Bearer ${secret}`;
+    return headers;
+  }
+
   /**
    * Pass the request to the engine and its answer back, chunk by chunk as it comes. 'not-reached':
    * the engine could not be reached and nothing was sent (the caller may try another); 'cut': the
@@ -268,7 +331,7 @@ export class Gateway {
         resolve('cut');
       };
       const upstream = httpRequest(
-        { host: '127.0.0.1', port: engine.port ?? 0, path, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), accept: req.headers.accept ?? '*/*' } },
+        { host: '127.0.0.1', port: engine.port ?? 0, path, method: 'POST', headers: this.upstreamHeaders(engine, payload, req.headers.accept) },
         (answer) => {
           const headers: Record<string, string> = { 'x-gpushare-queue-position': String(position), 'x-gpushare-engine': engine.id, 'cache-control': 'no-store' };
           const type = answer.headers['content-type'];
@@ -299,6 +362,15 @@ export class Gateway {
       upstream.end(payload);
     });
   }
+}
+
+/** Whatever stopped a load, as the gateway answers it: the planner's verdict and the engine's
+ *  exit stay as they are; anything else (a file that could not be read, a spawn that failed) is a
+ *  503 naming the profile, never an internal error. */
+function asGatewayError(profile: Profile, error: unknown): ApiError {
+  if (error instanceof ApiError && (error.code === 'NOT_ADMITTED' || error.code === 'CONFLICT' || error.code === 'ENGINE_GONE')) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  return new ApiError('NOT_ADMITTED', `${profile.name}: could not be loaded: ${message}`, { reasons: ['LOAD_FAILED'] });
 }
 
 function notAdmitted(profile: Profile, plan: PlacementPlan): ApiError {

@@ -38,7 +38,8 @@ const digest = (text: string): Buffer => createHash('sha256').update(text, 'utf8
  *  constant time over equal-length digests; null when none matches. */
 export function matchToken<T>(header: string | undefined, tokens: ReadonlyMap<string, T>): T | null {
   if (header === undefined) return null;
-  const match = /^Bearer ([A-Za-z0-9_-]{1,256})$/.exec(header.trim());
+  // The scheme is case-insensitive (RFC 9110 §11.1): "bearer T" is the same as "Bearer T".
+  const match = /^Bearer +([A-Za-z0-9_-]{1,256})$/i.exec(header.trim());
   if (match === null) return null;
   const presented = digest(match[1] ?? '');
   let found: T | null = null;
@@ -85,8 +86,31 @@ export async function readJson(req: IncomingMessage, limit = BODY_LIMIT_BYTES): 
   }
 }
 
-/** Drain what is left of a refused request's body (up to the limit) so the connection stays
- *  usable, without keeping it. */
-export function discardBody(req: IncomingMessage): void {
+/**
+ * What is left of a refused request's body: drained (not kept) up to the limit, so that a small
+ * body leaves the connection usable; one that declares more than the limit, or sends more, has its
+ * connection closed once the answer is out. A slow body is cut by the server's request timeout.
+ */
+export function discardBody(req: IncomingMessage, res: ServerResponse, limit = BODY_LIMIT_BYTES): void {
+  if (req.complete) return;
+  const close = (): void => {
+    res.setHeader('connection', 'close');
+    if (res.writableFinished) req.socket.destroy();
+    else res.once('finish', () => req.socket.destroy());
+  };
+  const declared = Number(req.headers['content-length'] ?? '0');
+  if (!Number.isFinite(declared) || declared > limit) {
+    req.pause();
+    close();
+    return;
+  }
+  let seen = 0;
+  req.on('data', (chunk: Buffer) => {
+    seen += chunk.length;
+    if (seen > limit) {
+      req.pause();
+      close();
+    }
+  });
   req.resume();
 }

@@ -99,7 +99,7 @@ export function createApiMetrics(state: () => AppState): ApiMetrics {
     registers: [registry],
     collect() {
       this.reset();
-      for (const state of ['loading', 'running', 'stopping', 'stopped', 'crashed'] as const) this.set({ state }, snapshot().engines.filter((e) => e.state === state).length);
+      for (const state of ['loading', 'running', 'stopping', 'stopped', 'exited', 'crashed'] as const) this.set({ state }, snapshot().engines.filter((e) => e.state === state).length);
     },
   });
   new Gauge({

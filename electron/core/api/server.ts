@@ -23,6 +23,7 @@ import {
   HTTP_EVENTS_PATH,
   HTTP_ROUTES,
   type ApiMethod,
+  parseEstimateOptions,
   parseLaunchRequest,
   parsePolicyPatch,
   requireEngineId,
@@ -40,6 +41,11 @@ import { checkGpuKey } from '../registry/validate.js';
 import { Gateway, type CompletionPath } from './gateway.js';
 import { allowedHosts, discardBody, hostAllowed, matchToken, readJson, sendError, sendJson } from './http.js';
 import { createApiMetrics, type ApiMetrics } from './metrics.js';
+
+/** Time to receive a request's headers, the whole request, and between requests on a connection. */
+export const HEADERS_TIMEOUT_MS = 10_000;
+export const REQUEST_TIMEOUT_MS = 30_000;
+export const KEEP_ALIVE_TIMEOUT_MS = 5_000;
 
 export interface ApiServerOptions {
   core: Core;
@@ -166,7 +172,10 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
         await core.deleteProfile(requireProfileId(id));
         ctx.res.writeHead(204).end();
       },
-      estimateModel: async (ctx) => json(ctx, await core.estimateModel(requireString(requireRecord(await body(ctx), 'body')['modelPath'], 'modelPath'))),
+      estimateModel: async (ctx) => {
+        const { modelPath, ...options } = requireRecord(await body(ctx), 'body');
+        json(ctx, await core.estimateModel(requireString(modelPath, 'modelPath'), parseEstimateOptions(options)));
+      },
       setPolicy: async (ctx) => json(ctx, await core.setPolicy(parsePolicyPatch(await body(ctx)))),
     };
     return API_METHODS.map((method) => {
@@ -210,19 +219,19 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
   let allowed: ReadonlySet<string> = new Set();
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (!hostAllowed(req.headers.host, allowed)) {
-      discardBody(req);
+      discardBody(req, res);
       return sendError(res, new ApiError('FORBIDDEN', `Host ${JSON.stringify(req.headers.host ?? '')} is not this server's loopback address`));
     }
     const url = new URL(req.url ?? '/', `http://${req.headers.host ?? 'localhost'}`);
     if (req.method === 'OPTIONS') {
       // No preflight answer: cross-origin requests with custom headers never get through.
-      discardBody(req);
+      discardBody(req, res);
       return sendError(res, new ApiError('FORBIDDEN', 'cross-origin requests are not served'));
     }
     const matching = routes.filter((r) => r.pattern.test(url.pathname));
     const route = matching.find((r) => r.method === req.method);
     if (route === undefined) {
-      discardBody(req);
+      discardBody(req, res);
       if (matching.length > 0) return sendError(res, new ApiError('NOT_FOUND', `${req.method ?? ''} is not served on ${url.pathname} (use ${matching.map((r) => r.method).join(', ')})`));
       if (serveStatic({ req, res, url, priority: 'interactive' })) return;
       return sendError(res, new ApiError('NOT_FOUND', `no such path: ${url.pathname}`));
@@ -231,7 +240,7 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
     if (route.auth !== 'none') {
       const who = matchToken(req.headers.authorization, tokens());
       if (who === null || (route.auth === 'dashboard' && !who.dashboard)) {
-        discardBody(req);
+        discardBody(req, res);
         return sendError(res, new ApiError('UNAUTHORIZED', req.headers.authorization === undefined ? 'missing bearer token (Authorization: Bearer TOKEN)' : 'wrong token'), { 'www-authenticate': 'Bearer' });
       }
       priority = who.priority;
@@ -244,7 +253,7 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
     handle(req, res).catch((error: unknown) => {
       const apiError = toApiError(error);
       if (apiError.code === 'INTERNAL') log(`api: ${req.method ?? ''} ${req.url ?? ''}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-      if (apiError.code === 'TOO_LARGE') res.setHeader('connection', 'close');
+      if (apiError.code === 'TOO_LARGE') discardBody(req, res, 0);
       if (!res.headersSent) sendError(res, apiError);
       else res.destroy();
     });
@@ -253,9 +262,13 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
   const servers: Server[] = [];
   const listen = (host: string, port: number): Promise<Server | null> =>
     new Promise((resolveListen, reject) => {
-      const server = createServer({ requireHostHeader: false }, onRequest); // no Host: our 403, not Node's 400
-      server.headersTimeout = 20_000;
-      server.requestTimeout = 0; // streams may run long
+      // No Host: our 403, not Node's 400. Timeouts are checked every second (Node's default: 30 s).
+      const server = createServer({ requireHostHeader: false, connectionsCheckingInterval: 1_000 }, onRequest);
+      // A client that sends its headers or body slowly is cut off (answers may stream for long:
+      // the request timeout covers receiving the request only), and so is an idle connection.
+      server.headersTimeout = HEADERS_TIMEOUT_MS;
+      server.requestTimeout = REQUEST_TIMEOUT_MS;
+      server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
       server.once('error', (error: NodeJS.ErrnoException) => {
         // No IPv6 loopback on this machine: serve on 127.0.0.1 alone.
         if (host === '::1' && (error.code === 'EADDRNOTAVAIL' || error.code === 'EAFNOSUPPORT')) resolveListen(null);

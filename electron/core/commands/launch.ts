@@ -17,6 +17,8 @@ import { snapshotFromSample, usedFraction } from '../planner/snapshot.js';
 import { discoverTelemetry } from '../telemetry/discovery.js';
 import { residentBytesOf } from '../telemetry/resident.js';
 import { ProfileStore, type Profile } from '../engines/profiles.js';
+import { inspectModelFile } from '../planner/model-file.js';
+import { defaultContextSize } from '../contract.js';
 import { launchSpecFor } from '../engines/launch-spec.js';
 import { spawnEngineProcess } from '../engines/spawn.js';
 import { parseHostLine } from '../engines/host-protocol.js';
@@ -52,7 +54,7 @@ export function withPort(args: readonly string[], port: number): string[] {
 }
 
 /** A profile, or an ad-hoc built-in one for --model. */
-function resolveProfile(options: LaunchOptions): Profile {
+async function resolveProfile(options: LaunchOptions): Promise<Profile> {
   if (options.profile !== undefined) {
     const store = new ProfileStore({ dataDir: options.dataDir });
     const profile = store.get(options.profile);
@@ -65,13 +67,14 @@ function resolveProfile(options: LaunchOptions): Profile {
   if (options.model === undefined) throw new PlanCommandError('give a profile id or --model FILE.gguf');
   if (!existsSync(options.model)) throw new PlanCommandError(`--model: no such file: ${options.model}`);
   const name = basename(options.model).replace(/\.gguf$/i, '').slice(0, 40) || 'model';
+  const check = await inspectModelFile(options.model);
   return {
     id: name.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '') || 'model',
     name,
     capabilities: ['chat'],
     engineKind: 'builtin',
     modelPath: options.model,
-    contextSize: options.contextSize ?? 4096,
+    contextSize: options.contextSize ?? defaultContextSize(check.ok ? check.facts.trainContextSize : null),
     gpuLayers: 99,
     threads: options.threads ?? null,
     weight: null,
@@ -97,7 +100,7 @@ export function progressBar(pct: number, width = 30): string {
 }
 
 export async function runLaunch(options: LaunchOptions, io: CommandIo, clock: Clock): Promise<number> {
-  const profile = resolveProfile(options);
+  const profile = await resolveProfile(options);
   const { provider, reason } = discoverTelemetry({ simFile: options.simFile, wallUs: () => clock.wallUs() });
   const pressure = new PressureTracker(POLICY_M10_V1);
   const sampleNow = (): ReturnType<typeof provider.sample>[number] | null => provider.sample()[0] ?? null;

@@ -9,7 +9,9 @@ import { join } from 'node:path';
 import type { Clock } from '../clock.js';
 import { describePlan } from '../planner/describe.js';
 import { EnvelopeStore } from '../planner/envelopes.js';
-import { modelPeak } from '../planner/estimate.js';
+import { modelPeak, type ModelPeak } from '../planner/estimate.js';
+import { inspectModelFile } from '../planner/model-file.js';
+import { defaultContextSize } from '../contract.js';
 import { plan } from '../planner/plan.js';
 import { POLICY_M10_V1, type Priority } from '../planner/policy.js';
 import { PressureTracker } from '../planner/pressure.js';
@@ -20,7 +22,8 @@ import type { CommandIo } from './io.js';
 
 export interface PlanOptions {
   model: string;
-  contextSize: number;
+  /** undefined: the model's default context (defaultContextSize). */
+  contextSize: number | undefined;
   gpuLayers: number;
   priority: Priority;
   capability: string;
@@ -47,8 +50,13 @@ export class PlanCommandError extends Error {
 
 export async function runPlan(options: PlanOptions, io: CommandIo, clock: Clock): Promise<number> {
   if (!existsSync(options.model) || !statSync(options.model).isFile()) throw new PlanCommandError(`--model: no such file: ${options.model}`);
-  // The peak first (an estimate loads llama.cpp, ~1 s), so that the telemetry sample is fresh.
-  const peak = await modelPeak(new EnvelopeStore(join(options.dataDir, 'envelopes.json')), options.model, { contextSize: options.contextSize, gpuLayers: options.gpuLayers, engineKind: options.engineKind });
+  // The model file first: one that cannot load is planned as REJECT_HEALTH with the problem's code.
+  const check = await inspectModelFile(options.model);
+  const contextSize = options.contextSize ?? defaultContextSize(check.ok ? check.facts.trainContextSize : null);
+  // The peak next (an estimate loads llama.cpp, ~1 s), so that the telemetry sample is fresh.
+  const peak: Pick<ModelPeak, 'modelKey' | 'peakBytes' | 'peakSource' | 'estimate' | 'sizeBytes'> = check.ok
+    ? await modelPeak(new EnvelopeStore(join(options.dataDir, 'envelopes.json')), options.model, { contextSize, gpuLayers: options.gpuLayers, engineKind: options.engineKind })
+    : { modelKey: 'unusable', sizeBytes: check.problem.fileBytes ?? 0, peakBytes: Math.max(1, check.problem.fileBytes ?? 1), peakSource: 'ESTIMATED', estimate: null };
   const { estimate } = peak;
   const { provider, reason } = discoverTelemetry({ simFile: options.simFile, wallUs: () => clock.wallUs() });
   try {
@@ -63,13 +71,14 @@ export async function runPlan(options: PlanOptions, io: CommandIo, clock: Clock)
       {
         capability: options.capability,
         modelKey: peak.modelKey,
-        contextSize: options.contextSize,
+        contextSize,
         gpuLayers: options.gpuLayers,
         engineKind: options.engineKind,
         priority: options.priority,
         peakBytes: peak.peakBytes,
         peakSource: peak.peakSource,
         weight: options.weight,
+        ...(check.ok ? {} : { modelProblem: check.problem }),
       },
       // A dry-run from the command line knows no managed engines, loads in progress or gateway
       // line (queue depth 0).
@@ -80,7 +89,7 @@ export async function runPlan(options: PlanOptions, io: CommandIo, clock: Clock)
       io.out(JSON.stringify(result));
     } else {
       io.out(`telemetry: ${reason}`);
-      if (estimate !== null) io.out(`estimate: ${options.model} (${peak.sizeBytes} B on disk): weights ${estimate.modelBytes} B + context ${estimate.contextBytes} B of ${estimate.basis === 'gpuVram' ? 'VRAM' : 'RAM (no GPU build here)'}`);
+      if (estimate !== null) io.out(`estimate: ${options.model} (${peak.sizeBytes} B on disk): weights ${estimate.modelBytes} B + context ${estimate.contextBytes} B at ${contextSize} tokens of ${estimate.basis === 'gpuVram' ? 'VRAM' : 'RAM (no GPU build here)'}`);
       io.out(describePlan(result).trimEnd());
     }
     return exitCodeForPlan(result);

@@ -6,7 +6,10 @@
  *
  * SIGINT/SIGTERM stop the engines it started (gracefully; a second signal kills them) and exit.
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { createServer as createNetServer } from 'node:net';
+import { join } from 'node:path';
+import { tidyDataDir } from '../data-files.js';
 import type { RegistryHelper } from '../../../native/helper.js';
 import type { CoreLaunchers } from '../app-types.js';
 import { startCore } from '../app.js';
@@ -28,14 +31,55 @@ export interface ServeOptions {
   queueLimit: number | undefined;
 }
 
+/** The port the settings file asks for, read without creating or changing anything. */
+function settingsPort(dataDir: string): number {
+  try {
+    const port = (JSON.parse(readFileSync(join(dataDir, 'settings.json'), 'utf8')) as { apiPort?: unknown }).apiPort;
+    return typeof port === 'number' && Number.isInteger(port) && port > 0 && port < 65536 ? port : DEFAULT_API_PORT;
+  } catch {
+    return DEFAULT_API_PORT;
+  }
+}
+
+/** Is 127.0.0.1:port free? (0 always is.) Asked before anything is written, so that a busy port
+ *  leaves no new file behind. */
+function portFree(port: number): Promise<boolean> {
+  if (port === 0) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const probe = createNetServer();
+    probe.once('error', () => resolve(false));
+    probe.listen({ host: '127.0.0.1', port, exclusive: true }, () => probe.close(() => resolve(true)));
+  });
+}
+
+const busyPort = (port: number): string => `gpu-share: port ${port} is in use (another gpu-share serve, or another program); pick another with --port N, or --port 0 for any free one`;
+
 export async function runServe(options: ServeOptions, io: CommandIo, helper: RegistryHelper): Promise<number> {
-  mkdirSync(options.dataDir, { recursive: true });
-  const settings = openNodeSettings(options.dataDir, DEFAULT_API_PORT);
+  const port = options.port ?? settingsPort(options.dataDir);
+  if (!(await portFree(port))) {
+    io.err(busyPort(port));
+    return 1;
+  }
+  mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
+  // What a crash left behind (temporary files), and files readable by others: fixed first.
+  const tidied = tidyDataDir(options.dataDir);
+  if (tidied.removedTemps.length > 0) io.err(`data: removed ${tidied.removedTemps.length} temporary file(s) left by an earlier crash`);
+  if (tidied.tightened.length > 0) io.err(`data: made ${tidied.tightened.join(', ')} readable by this user only`);
+  const settings = openNodeSettings(options.dataDir, DEFAULT_API_PORT, (line) => io.err(line));
+  if (settings.loadProblem) io.err(settings.loadProblem.message);
   const signals = stopSignals(() => io.err('gpu-share: stopping… (engines get 10 s to stop)'));
   const policy = options.queueLimit === undefined ? POLICY_M10_V1 : withQueueDepth(POLICY_M10_V1, options.queueLimit);
   const core = await startCore({ dataDir: options.dataDir, settings, simFile: options.simFile, helper, launchers: options.launchers, policy, log: (line) => io.err(line) });
   try {
-    const server = await startApiServer({ core, port: options.port ?? settings.get().apiPort, staticDir: rendererDir(), log: (line) => io.err(line) });
+    let server: Awaited<ReturnType<typeof startApiServer>>;
+    try {
+      server = await startApiServer({ core, port, staticDir: rendererDir(), log: (line) => io.err(line) });
+    } catch (error) {
+      // Taken between the probe and now.
+      if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw error;
+      io.err(busyPort(port));
+      return 1;
+    }
     io.out(`dashboard: ${server.dashboardUrl}`);
     const signal = await signals.stopped;
     io.err(`gpu-share: ${signal}: stopping the engines and the server`);

@@ -33,6 +33,8 @@ import { joinAsPacedPeer } from '../pacer/paced-peer.js';
 import { OVERSHOOT_REPORT_INTERVAL_MS } from '../pacer/overshoot.js';
 import { readControlLines } from './control-protocol.js';
 import { stdinIsPipe } from '../parent-watch.js';
+import { allowedHosts, hostAllowed, matchToken } from '../api/http.js';
+import { ENGINE_SECRET_ENV } from './engine-secret.js';
 
 // ---------------------------------------------------------------------------------------------
 // Flags
@@ -564,8 +566,34 @@ function readBody(req: IncomingMessage): Promise<string> {
   });
 }
 
+/**
+ * Who may use the engine's port: a request must name a loopback Host with this port (a web page
+ * on another name that resolves here — DNS rebinding — is refused), and a request that runs the
+ * model (a POST) must be JSON (a cross-site form or `text/plain` POST is refused) and, when the
+ * supervisor gave the engine a secret, carry it as `Authorization: Bearer SECRET` (the gateway
+ * adds it). Reading /health, /v1/models, /metrics, /props and /gpu/peers needs no secret.
+ */
+export interface HostDoor {
+  /** Host headers allowed (filled in once the port is known). */
+  allowedHosts: ReadonlySet<string>;
+  /** The engine's secret; null: none asked (started by hand). */
+  secret: string | null;
+}
+
+export function doorCheck(req: IncomingMessage, door: HostDoor): { status: number; code: string; message: string } | null {
+  if (!hostAllowed(req.headers.host, door.allowedHosts)) return { status: 403, code: 'forbidden', message: `Host ${JSON.stringify(req.headers.host ?? '')} is not this engine's loopback address` };
+  if (req.method !== 'POST') return null;
+  const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
+  if (type !== 'application/json') return { status: 415, code: 'unsupported_media_type', message: 'the body must be sent as Content-Type: application/json' };
+  if (door.secret !== null && matchToken(req.headers.authorization, new Map([[door.secret, true]])) === null) {
+    return { status: 401, code: 'invalid_api_key', message: "this engine's port needs its secret (send requests to GPU Share's gateway instead)" };
+  }
+  return null;
+}
+
 class Host {
   private engine: Engine | null = null;
+  readonly door: HostDoor = { allowedHosts: new Set(), secret: null };
   private readonly lock = new FifoLock();
   private readonly inflight = new Set<AbortController>();
   private readonly metrics = { promptTokensTotal: 0, promptSecondsTotal: 0, tokensPredictedTotal: 0, tokensPredictedSecondsTotal: 0, decodeTotal: 0 };
@@ -606,6 +634,12 @@ class Host {
   async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = new URL(req.url ?? '/', 'http://host.invalid').pathname;
     const method = req.method ?? 'GET';
+    const refused = doorCheck(req, this.door);
+    if (refused !== null) {
+      req.resume();
+      sendError(res, refused.status, refused.code, refused.message, refused.status === 401 ? { 'WWW-Authenticate': 'Bearer' } : {});
+      return;
+    }
     const route = ROUTES[path];
     if (route === undefined) {
       sendError(res, 404, 'not_found', `no route for ${method} ${path}`);
@@ -997,6 +1031,10 @@ async function main(argv: readonly string[]): Promise<void> {
   }
 
   const host = new Host(options, afterStep);
+  // The secret comes in the environment (never argv, which any local user can read) and leaves it.
+  const secret = process.env[ENGINE_SECRET_ENV];
+  delete process.env[ENGINE_SECRET_ENV];
+  if (secret !== undefined && secret !== '') host.door.secret = secret;
   const server: Server = createServer((req, res) => {
     host.handle(req, res).catch((error: unknown) => {
       log('error', `request failed: ${errorText(error)}`);
@@ -1059,7 +1097,8 @@ async function main(argv: readonly string[]): Promise<void> {
     return;
   }
   const port = (server.address() as AddressInfo).port;
-  log('info', `listening on ${options.host}:${port} (loading the model)`);
+  host.door.allowedHosts = allowedHosts(port);
+  log('info', `listening on ${options.host}:${port} (loading the model)${host.door.secret === null ? '' : ', requests need its secret'}`);
 
   // Load: progress is monotonic 0..99 while loading, 100 once the context exists.
   let lastPct = 0;

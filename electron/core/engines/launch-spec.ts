@@ -1,7 +1,9 @@
 /** A profile resolved to what the supervisor launches: its weight, its model's peak (measured
  *  before, else estimated from the GGUF), its command. One place for `launch` and the core. */
+import { createHash } from 'node:crypto';
+import { KV_CACHE_TYPES, type KvCacheType } from '../contract.js';
 import type { EnvelopeStore } from '../planner/envelopes.js';
-import { modelPeak } from '../planner/estimate.js';
+import { ModelFileError, modelPeak } from '../planner/estimate.js';
 import { MiB, type Priority } from '../planner/policy.js';
 import { effectiveWeight, type Profile } from './profiles.js';
 import type { LaunchSpec } from './supervisor.js';
@@ -18,13 +20,36 @@ export interface SpecOverrides {
   defaultIdleUnloadMinutes?: number | null | undefined;
 }
 
+/** The KV cache type a profile's arguments ask llama.cpp for (`-ctk`/`--cache-type-k`); the
+ *  key's type stands for both (a mixed pair is rare). undefined: llama.cpp's default, f16. */
+export function kvCacheTypeOf(args: readonly string[]): KvCacheType | undefined {
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] ?? '';
+    const [flag, inline] = arg.split('=', 2);
+    if (flag !== '-ctk' && flag !== '--cache-type-k') continue;
+    const value = (inline ?? args[i + 1] ?? '').toLowerCase();
+    if ((KV_CACHE_TYPES as readonly string[]).includes(value)) return value as KvCacheType;
+  }
+  return undefined;
+}
+
 export async function launchSpecFor(profile: Profile, envelopes: EnvelopeStore, overrides: SpecOverrides = {}): Promise<LaunchSpec> {
   const contextSize = overrides.contextSize ?? profile.contextSize;
-  const peak =
-    profile.modelPath === null
-      ? { modelKey: `command:${profile.command ?? profile.id}`, peakBytes: COMMAND_PEAK_BYTES, peakSource: 'ESTIMATED' as const }
-      : await modelPeak(envelopes, profile.modelPath, { contextSize, gpuLayers: profile.gpuLayers, engineKind: profile.engineKind });
+  let peak: Pick<LaunchSpec, 'modelKey' | 'peakBytes' | 'peakSource' | 'modelProblem'>;
+  if (profile.modelPath === null) {
+    peak = { modelKey: `command:${profile.command ?? profile.id}`, peakBytes: COMMAND_PEAK_BYTES, peakSource: 'ESTIMATED' };
+  } else {
+    try {
+      peak = await modelPeak(envelopes, profile.modelPath, { contextSize, gpuLayers: profile.gpuLayers, engineKind: profile.engineKind }, kvCacheTypeOf(profile.args));
+    } catch (error) {
+      if (!(error instanceof ModelFileError)) throw error;
+      // The plan says REJECT_HEALTH with the problem's code; nothing is estimated or started.
+      const modelKey = `unusable:${createHash('sha256').update(profile.modelPath).digest('hex').slice(0, 24)}`;
+      peak = { modelKey, peakBytes: Math.max(1, error.problem.fileBytes ?? 1), peakSource: 'ESTIMATED', modelProblem: error.problem };
+    }
+  }
   return {
+    ...(peak.modelProblem === undefined ? {} : { modelProblem: peak.modelProblem }),
     profileId: profile.id,
     name: profile.name,
     kind: profile.engineKind,

@@ -13,10 +13,11 @@
  * `profiles.json.bad-<timestamp>` beside it, starts from an empty list and reports the problem in
  * `loadProblem`.
  */
-import { constants as fsConstants, copyFileSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import Conf from 'conf';
 import { WEIGHT_MAX, WEIGHT_MIN } from '../contract.js';
+import { backupCopy } from '../data-files.js';
 import { PRIORITIES, type Priority } from '../planner/policy.js';
 
 export type { Priority } from '../planner/policy.js';
@@ -420,6 +421,22 @@ export function validateProfilesDocument(value: unknown, file: string | null): P
   return { version: PROFILES_DOCUMENT_VERSION, profiles };
 }
 
+/** Variables that make a Node process (the built-in engine runs in one) or the dynamic loader run
+ *  code the profile does not name: refused in a builtin profile's `env`. */
+export function refusedEnvName(name: string): boolean {
+  return name === 'NODE_OPTIONS' || name === 'LD_PRELOAD' || name === 'LD_AUDIT' || name.startsWith('DYLD_');
+}
+
+/** A builtin profile (or one about to become one) may not set a refused variable; ProfileError
+ *  naming `env`. Other kinds run a command of the user's choosing anyway. */
+export function checkProfileEnv(value: unknown): void {
+  if (!isPlainObject(value) || value['engineKind'] !== 'builtin' || !isPlainObject(value['env'])) return;
+  const refused = Object.keys(value['env']).filter(refusedEnvName);
+  if (refused.length > 0) {
+    throw new ProfileError(null, member('profile.env', refused[0] ?? ''), `is not allowed for a builtin engine (${refused.join(', ')}: these would run code inside it that the profile does not name)`, 'env');
+  }
+}
+
 /** An id for a new profile from its name: lower-case ASCII slug, made unique against `taken`
  *  with a `-2`, `-3`, ... suffix. */
 export function deriveProfileId(name: string, taken: ReadonlySet<string> = new Set()): string {
@@ -476,20 +493,6 @@ function describeLoadError(error: Error, file: string): string {
   if (error instanceof ProfileError) return error.message;
   if (error.name === 'SyntaxError') return `profiles file ${file}: is not valid JSON (${error.message})`;
   return `profiles file ${file}: ${error.message}`;
-}
-
-/** `profiles.json.bad-2027-01-15T08-00-00-000Z`, or with `-2`, `-3`... if that exists already. */
-function backupCopy(file: string, nowMs: number): string {
-  const stamp = new Date(nowMs).toISOString().replace(/[:.]/g, '-');
-  for (let n = 1; ; n++) {
-    const backup = `${file}.bad-${stamp}${n === 1 ? '' : `-${n}`}`;
-    try {
-      copyFileSync(file, backup, fsConstants.COPYFILE_EXCL);
-      return backup;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    }
-  }
 }
 
 /**
@@ -571,6 +574,13 @@ export class ProfileStore {
   /** Fills defaults, validates, derives an id from the name when none is given; a given id that
    *  exists already is a ProfileError. */
   create(input: ProfileInput): Profile {
+    const profile = this.checkNew(input);
+    this.commit([...this.profiles, profile]);
+    return structuredClone(profile);
+  }
+
+  /** What `create` would store, checked, without storing it (the caller checks more first). */
+  checkNew(input: ProfileInput): Profile {
     const source: Record<string, unknown> = withoutUndefined(input);
     const taken = new Set(this.profiles.map((p) => p.id));
     if (source['id'] === undefined) {
@@ -578,12 +588,21 @@ export class ProfileStore {
     }
     const profile = validateProfile(source, 'profile');
     if (taken.has(profile.id)) throw new ProfileError(null, 'profile.id', `duplicate id "${profile.id}": a profile with this id exists`, 'id');
-    this.commit([...this.profiles, profile]);
-    return structuredClone(profile);
+    return profile;
   }
 
   /** Applies the patch (fields set to undefined are left as they are) and validates the result. */
   update(id: string, patch: ProfilePatch): Profile {
+    const profile = this.checkUpdate(id, patch);
+    const index = this.profiles.findIndex((p) => p.id === id);
+    const next = [...this.profiles];
+    next[index] = profile;
+    this.commit(next);
+    return structuredClone(profile);
+  }
+
+  /** What `update` would store, checked, without storing it. */
+  checkUpdate(id: string, patch: ProfilePatch): Profile {
     const index = this.profiles.findIndex((p) => p.id === id);
     const current = this.profiles[index];
     if (current === undefined) throw new ProfileNotFoundError(id);
@@ -592,11 +611,7 @@ export class ProfileStore {
       throw new ProfileError(null, 'profile.id', 'cannot be changed; create a new profile instead', 'id');
     }
     // validateProfile builds fresh arrays and objects: nothing of `current` or `patch` is shared.
-    const profile = validateProfile({ ...current, ...changes, id }, 'profile');
-    const next = [...this.profiles];
-    next[index] = profile;
-    this.commit(next);
-    return structuredClone(profile);
+    return validateProfile({ ...current, ...changes, id }, 'profile');
   }
 
   /** True if it existed. */

@@ -18,11 +18,13 @@ import { requirementBytes, type PlannerPolicy, type Priority } from '../planner/
 import type { LeaseBook } from '../planner/leases.js';
 import type { EnvelopeStore } from '../planner/envelopes.js';
 import type { ManagedResident, PlacementPlan, PlanRequest } from '../planner/types.js';
+import type { ModelProblem } from '../planner/model-file.js';
 import type { DeviceSnapshot } from '../planner/snapshot.js';
 import { formatControl } from './control-protocol.js';
 import { parseHostLine } from './host-protocol.js';
 import { parsePacerLine } from '../pacer/overshoot.js';
 import type { EngineKind } from './profiles.js';
+import { ENGINE_SECRET_ENV, newEngineSecret } from './engine-secret.js';
 import { LLAMA_SERVER_DEFAULT_PORT } from '../pacer/server-activity.js';
 
 export type { EngineKind };
@@ -51,11 +53,15 @@ export interface LaunchSpec {
   peakSource: 'MEASURED' | 'ESTIMATED';
   /** Stop it after this many idle minutes unless pinned; null = never. */
   idleUnloadMinutes?: number | null;
+  /** The model file cannot be loaded: the plan is REJECT_HEALTH and nothing starts. */
+  modelProblem?: ModelProblem;
   /** Start it again after a crash, up to `maxRestarts` times, waiting backoff, 2·backoff, … */
   restart?: { maxRestarts: number; backoffMs: number } | null;
 }
 
-export type EngineState = 'loading' | 'running' | 'stopping' | 'stopped' | 'crashed';
+/** `exited`: it ended by itself with exit code 0 (a command that finished); `crashed`: by itself
+ *  otherwise (a signal, a non-zero code). */
+export type EngineState = 'loading' | 'running' | 'stopping' | 'stopped' | 'exited' | 'crashed';
 
 export interface EngineStatus {
   id: string;
@@ -146,6 +152,8 @@ const LOG_RING = 200;
 
 interface Engine {
   status: EngineStatus;
+  /** What its port asks of a request (see commandFor). */
+  secret: string;
   process: SpawnedProcess;
   spec: LaunchSpec;
   leaseId: string | null;
@@ -160,10 +168,13 @@ export class SupervisorError extends Error {
   override readonly name = 'SupervisorError';
 }
 
-/** The command line for a spec. Pure. */
-export function commandFor(spec: LaunchSpec, deps: Pick<SupervisorDeps, 'launchers' | 'gpuKey'>): SpawnRequest {
+/** The command line for a spec. Pure. `secret`: the engine's own, which its port will require
+ *  (the built-in engine gets it in its environment, llama-server and llamafile as `--api-key`;
+ *  a command engine's port is its own business and stays unprotected). */
+export function commandFor(spec: LaunchSpec, deps: Pick<SupervisorDeps, 'launchers' | 'gpuKey'>, secret: string | null = null): SpawnRequest {
   const { nodePath, cliPath, builtinHostPath } = deps.launchers;
   const env = { ...spec.env };
+  const apiKey = secret === null ? [] : ['--api-key', secret];
   const paced = (command: string, args: readonly string[], activityUrl?: string): string[] => [
     cliPath,
     'run',
@@ -185,18 +196,18 @@ export function commandFor(spec: LaunchSpec, deps: Pick<SupervisorDeps, 'launche
       if (spec.modelPath === null) throw new SupervisorError(`${spec.profileId}: a builtin engine needs a model path`);
       const args = [builtinHostPath, '--model', spec.modelPath, '--ctx', String(spec.contextSize), '--gpu-layers', String(spec.gpuLayers), '--port', '0', '--gpu-key', deps.gpuKey, '--weight', String(spec.weight), '--name', spec.name, '--alias', spec.profileId];
       if (spec.threads !== null) args.push('--threads', String(spec.threads));
-      return { command: nodePath, args: [...args, ...spec.args], env };
+      return { command: nodePath, args: [...args, ...spec.args], env: secret === null ? env : { ...env, [ENGINE_SECRET_ENV]: secret } };
     }
     case 'llama-server': {
       // Its /metrics (with in-flight requests) tells activity; CPU time when it does not answer.
       // Started with an API key, its /metrics asks for it: `run` finds it on this command line.
-      const args = [...model, '-c', String(spec.contextSize), '-ngl', String(spec.gpuLayers), '--metrics', ...spec.args];
+      const args = [...model, '-c', String(spec.contextSize), '-ngl', String(spec.gpuLayers), '--metrics', ...apiKey, ...spec.args];
       return { command: nodePath, args: paced(spec.command ?? 'llama-server', args, metricsUrlOf(spec)), env };
     }
     case 'llamafile':
       // Its server is llama.cpp's: /metrics when the profile's args hold --metrics (not every
       // llamafile knows the flag, so it is not added); CPU time otherwise.
-      return { command: nodePath, args: paced(spec.command ?? 'llamafile', [...model, '-c', String(spec.contextSize), '-ngl', String(spec.gpuLayers), ...spec.args], metricsUrlOf(spec)), env };
+      return { command: nodePath, args: paced(spec.command ?? 'llamafile', [...model, '-c', String(spec.contextSize), '-ngl', String(spec.gpuLayers), ...apiKey, ...spec.args], metricsUrlOf(spec)), env };
     case 'command':
       if (spec.command === null) throw new SupervisorError(`${spec.profileId}: a command engine needs a command`);
       return { command: nodePath, args: paced(spec.command, spec.args), env };
@@ -205,21 +216,39 @@ export function commandFor(spec: LaunchSpec, deps: Pick<SupervisorDeps, 'launche
   }
 }
 
+/** The `--port N` (or `--port=N`) among an engine's arguments; null when absent or not a port. */
+export function declaredPortOf(args: readonly string[]): number | null {
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] ?? '';
+    const raw = arg === '--port' ? args[i + 1] : arg.startsWith('--port=') ? arg.slice('--port='.length) : undefined;
+    if (raw === undefined) continue;
+    const port = Number(raw);
+    return /^\d+$/.test(raw) && port > 0 && port < 65536 ? port : null;
+  }
+  return null;
+}
+
+/** The port whose /health tells a llama.cpp server's readiness (llama-server, llamafile and
+ *  opencoti-llamafile: their `--port`, else 8080); null for kinds without one. */
+export function healthPortOf(spec: Pick<LaunchSpec, 'kind' | 'args'>): number | null {
+  if (spec.kind !== 'llama-server' && spec.kind !== 'llamafile' && spec.kind !== 'opencoti-llamafile') return null;
+  return serverPortOf(spec);
+}
+
+/** Does an engine of this spec answer HTTP on a port we know once it runs? Every kind but a
+ *  command that declares no `--port` (the built-in engine reports its own port when ready). */
+export function servesHttp(spec: Pick<LaunchSpec, 'kind' | 'args'>): boolean {
+  return spec.kind !== 'command' || declaredPortOf(spec.args) !== null;
+}
+
 /** The port a llama.cpp server (llama-server, llamafile) listens on: `--port`, else 8080. */
 function serverPortOf(spec: Pick<LaunchSpec, 'args'>): number {
-  const at = spec.args.indexOf('--port');
-  const port = at >= 0 ? Number(spec.args[at + 1]) : LLAMA_SERVER_DEFAULT_PORT;
-  return Number.isInteger(port) && port > 0 && port < 65536 ? port : LLAMA_SERVER_DEFAULT_PORT;
+  return declaredPortOf(spec.args) ?? LLAMA_SERVER_DEFAULT_PORT;
 }
 
 /** Where a llama.cpp server's activity is read. */
 function metricsUrlOf(spec: Pick<LaunchSpec, 'args'>): string {
   return `http://127.0.0.1:${serverPortOf(spec)}/metrics`;
-}
-
-/** The port whose /health tells a llama-server's readiness; null for kinds without one. */
-export function healthPortOf(spec: Pick<LaunchSpec, 'kind' | 'args'>): number | null {
-  return spec.kind === 'llama-server' ? serverPortOf(spec) : null;
 }
 
 /** Poll http://127.0.0.1:PORT/health every 250 ms until it answers 200 (true), or `still()` turns
@@ -285,6 +314,7 @@ export class Supervisor {
       peakBytes: spec.peakBytes,
       peakSource: spec.peakSource,
       weight: spec.weight,
+      ...(spec.modelProblem === undefined ? {} : { modelProblem: spec.modelProblem }),
     };
     return planPlacement(request, { ...base, residents: this.residents(), leases: this.deps.leases.active(base.nowUs) }, this.deps.policy);
   }
@@ -300,9 +330,10 @@ export class Supervisor {
     const now = this.deps.clock.wallUs();
     const leaseId = `lease-${id}`;
     this.deps.leases.take(leaseId, requirementBytes(spec.peakBytes, this.deps.policy), now, this.deps.policy.leaseTtlUs);
+    const secret = newEngineSecret();
     let child: SpawnedProcess;
     try {
-      child = this.deps.spawn(commandFor(spec, this.deps));
+      child = this.deps.spawn(commandFor(spec, this.deps, secret));
     } catch (error) {
       this.deps.leases.release(leaseId);
       throw error;
@@ -311,6 +342,7 @@ export class Supervisor {
     const exited = new Promise<void>((resolve) => (markExited = resolve));
     const engine: Engine = {
       spec,
+      secret,
       process: child,
       leaseId,
       killTimer: null,
@@ -361,7 +393,9 @@ export class Supervisor {
       } else if (spec.kind !== 'builtin' && stream === 'stderr' && line.startsWith('gpu-share: joined ')) {
         const healthPort = healthPortOf(spec);
         if (healthPort === null) {
-          // A paced command is "ready" once it is started and holds its slot.
+          // A paced command is "ready" once it is started and holds its slot; its HTTP port, if
+          // it declares one, is where the gateway sends requests.
+          engine.status.port = declaredPortOf(spec.args);
           this.becomeRunning(engine);
           markReady();
         } else {
@@ -379,7 +413,7 @@ export class Supervisor {
       engine.status.exitCode = code;
       engine.status.exitSignal = signal;
       engine.status.exitedAtUs = this.deps.clock.wallUs();
-      engine.status.state = engine.status.state === 'stopping' ? 'stopped' : 'crashed';
+      engine.status.state = engine.status.state === 'stopping' ? 'stopped' : code === 0 && signal === null ? 'exited' : 'crashed';
       if (engine.leaseId !== null) this.deps.leases.release(engine.leaseId);
       engine.leaseId = null;
       this.emitState(engine);
@@ -388,8 +422,13 @@ export class Supervisor {
       if (engine.status.state === 'crashed') this.maybeRestart(engine);
     });
     if (spec.kind === 'opencoti-llamafile') {
-      this.becomeRunning(engine);
-      markReady();
+      // It paces itself (no `gpu-share run`, no "joined" line): ready when its /health says so.
+      const healthPort = healthPortOf(spec) ?? LLAMA_SERVER_DEFAULT_PORT;
+      engine.status.port = healthPort;
+      void waitForHealth(healthPort, () => engine.status.state === 'loading').then((healthy) => {
+        if (healthy) this.becomeRunning(engine);
+        markReady();
+      });
     }
     await ready;
     return { plan: placement, engine: this.get(id) ?? null };
@@ -405,7 +444,7 @@ export class Supervisor {
   /** Graceful stop: SIGTERM, then SIGKILL to its process group after 10 s. Resolves on exit. */
   async stop(id: string, graceMs = STOP_GRACE_MS): Promise<EngineStatus> {
     const engine = this.require(id);
-    if (engine.status.state === 'stopped' || engine.status.state === 'crashed') return copyStatus(engine.status);
+    if (engine.status.state === 'stopped' || engine.status.state === 'exited' || engine.status.state === 'crashed') return copyStatus(engine.status);
     engine.status.state = 'stopping';
     this.emitState(engine);
     engine.process.signal('SIGTERM');
@@ -417,7 +456,7 @@ export class Supervisor {
   /** SIGKILL at once (its whole process group). */
   async kill(id: string): Promise<EngineStatus> {
     const engine = this.require(id);
-    if (engine.status.state === 'stopped' || engine.status.state === 'crashed') return copyStatus(engine.status);
+    if (engine.status.state === 'stopped' || engine.status.state === 'exited' || engine.status.state === 'crashed') return copyStatus(engine.status);
     engine.status.state = 'stopping';
     engine.process.signalGroup('SIGKILL');
     await engine.exited;
@@ -437,6 +476,11 @@ export class Supervisor {
     engine.spec = { ...engine.spec, weight };
     this.emitState(engine);
     return copyStatus(engine.status);
+  }
+
+  /** The secret an engine's port asks for (`Authorization: Bearer SECRET`). */
+  secretOf(id: string): string {
+    return this.require(id).secret;
   }
 
   /** The weight an engine runs with (its spec's, as last set). */

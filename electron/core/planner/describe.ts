@@ -1,5 +1,6 @@
 /** A plan as text: the CLI's dry-run output and the golden files. Reads like a review: inputs,
  *  breakdown, verdict, reasons. Pure. */
+import { describeModelProblem } from './model-problem.js';
 import type { PlacementPlan, Reason } from './types.js';
 
 export function formatBytes(bytes: number): string {
@@ -54,6 +55,12 @@ export function explainReason(reason: Reason): string {
       return `EXCEEDS_DEVICE: needs ${b(reason.requestedBytes)}, more than the device can ever offer (${b(reason.capacityBytes)} after the reserve)`;
     case 'DEVICE_FAILED':
       return `DEVICE_FAILED: the device reports health ${reason.health ?? 'FAILED'}`;
+    case 'MODEL_MISSING':
+    case 'MODEL_NOT_A_FILE':
+    case 'MODEL_UNREADABLE':
+    case 'MODEL_NOT_GGUF':
+    case 'MODEL_TRUNCATED':
+      return `${reason.code}: the model file is ${describeModelProblem({ code: reason.code, fileBytes: reason.fileBytes, neededBytes: reason.neededBytes })}`;
     case 'DRAINING':
       return 'DRAINING: GPU Share is draining this device; nothing new is placed';
     case 'LAB_PAUSED':

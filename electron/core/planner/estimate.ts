@@ -4,8 +4,10 @@
  * first real load replaces it with a measurement. On a machine whose node-llama-cpp build has no
  * GPU, the insights report no VRAM, and the RAM figure (the same weights and KV cache) stands in.
  */
-import type { Llama } from 'node-llama-cpp';
+import type { GgufInsights, Llama } from 'node-llama-cpp';
+import { KV_CACHE_GGML_TYPE, type KvCacheType } from '../contract.js';
 import { modelIdentity, type EnvelopeKey, type EnvelopeStore } from './envelopes.js';
+import { describeModelProblem, inspectModelFile, type ModelProblem } from './model-file.js';
 
 export interface GgufEstimate {
   peakBytes: number;
@@ -25,6 +27,24 @@ export class EstimateError extends Error {
     super(`${file}: ${message}`);
     this.name = 'EstimateError';
   }
+}
+
+/** The model file cannot be loaded at all (missing, not GGUF, truncated): a plan says
+ *  REJECT_HEALTH with the problem's code, an API call says 400 naming `modelPath`. */
+export class ModelFileError extends Error {
+  constructor(
+    readonly file: string,
+    readonly problem: ModelProblem,
+  ) {
+    super(`${file}: ${describeModelProblem(problem)}`);
+    this.name = 'ModelFileError';
+  }
+}
+
+/** The figures of a model file, or a ModelFileError. */
+export async function requireUsableModel(file: string): Promise<void> {
+  const check = await inspectModelFile(file);
+  if (!check.ok) throw new ModelFileError(file, check.problem);
 }
 
 let llamaPromise: Promise<Llama> | null = null;
@@ -48,7 +68,15 @@ export async function releaseEstimator(): Promise<void> {
   if (pending !== null) await (await pending).dispose();
 }
 
-export async function estimateFromGguf(file: string, options: { contextSize: number; gpuLayers: number }): Promise<GgufEstimate> {
+export interface EstimateOptions {
+  contextSize: number;
+  gpuLayers: number;
+  /** The KV cache's element type (llama.cpp's --cache-type-k/-v); f16 when not given. */
+  kvCacheType?: KvCacheType | undefined;
+}
+
+/** The estimate of a file that inspectModelFile found usable (modelPeak checks it first). */
+export async function estimateFromGguf(file: string, options: EstimateOptions): Promise<GgufEstimate> {
   const { readGgufFileInfo, GgufInsights } = await nodeLlamaCpp();
   let info: Awaited<ReturnType<typeof readGgufFileInfo>>;
   try {
@@ -56,16 +84,46 @@ export async function estimateFromGguf(file: string, options: { contextSize: num
   } catch (error) {
     throw new EstimateError(file, `not a readable GGUF model (${error instanceof Error ? error.message : String(error)})`);
   }
-  const insights = await GgufInsights.from(info, await llama());
+  let insights: Awaited<ReturnType<typeof GgufInsights.from>>;
+  try {
+    insights = await GgufInsights.from(info, await llama());
+  } catch (error) {
+    throw new EstimateError(file, `not a usable GGUF model (${error instanceof Error ? error.message : String(error)})`);
+  }
   const layers = insights.totalLayers;
   const gpuLayers = Math.min(options.gpuLayers, layers);
   const model = insights.estimateModelResourceRequirements({ gpuLayers });
-  const context = insights.estimateContextResourceRequirements({ contextSize: options.contextSize, modelGpuLayers: gpuLayers });
+  const context = contextRequirements(insights, options.contextSize, gpuLayers, options.kvCacheType ?? 'f16');
   const vram = model.gpuVram + context.gpuVram;
   const useVram = vram > 0;
   const modelBytes = useVram ? model.gpuVram : model.cpuRam;
   const contextBytes = useVram ? context.gpuVram : context.cpuRam;
   return { peakBytes: modelBytes + contextBytes, modelBytes, contextBytes, basis: useVram ? 'gpuVram' : 'cpuRam', trainContextSize: insights.trainContextSize ?? null, layers };
+}
+
+/** Bytes per KV cache element of each type (a quantized type's block bytes over its 32 values). */
+const KV_BYTES_PER_ELEMENT: Readonly<Record<KvCacheType, number>> = { f32: 4, f16: 2, bf16: 2, q8_0: 34 / 32, q4_0: 18 / 32, q4_1: 20 / 32, q5_0: 22 / 32, q5_1: 24 / 32, iq4_nl: 18 / 32 };
+
+/**
+ * The context's memory (KV cache and compute buffers) at a KV cache type. node-llama-cpp sizes a
+ * quantized KV cache by its block's bytes per element (34 bytes a q8_0 "element": 17 times too
+ * much), so the cache is measured as the difference between f32 and f16 (exactly one f16 cache)
+ * and scaled to the type; what is left is the compute buffers, which do not depend on it.
+ */
+function contextRequirements(insights: GgufInsights, contextSize: number, modelGpuLayers: number, kvCacheType: KvCacheType): { gpuVram: number; cpuRam: number } {
+  const at = (type: KvCacheType): { gpuVram: number; cpuRam: number } => {
+    const ggml = KV_CACHE_GGML_TYPE[type];
+    return insights.estimateContextResourceRequirements({ contextSize, modelGpuLayers, kvCacheKeyType: ggml, kvCacheValueType: ggml });
+  };
+  const f16 = at('f16');
+  if (kvCacheType === 'f16') return f16;
+  const f32 = at('f32');
+  const scale = KV_BYTES_PER_ELEMENT[kvCacheType] / 2;
+  const scaled = (field: 'gpuVram' | 'cpuRam'): number => {
+    const cache = Math.max(0, f32[field] - f16[field]);
+    return Math.round(f16[field] - cache + cache * scale);
+  };
+  return { gpuVram: scaled('gpuVram'), cpuRam: scaled('cpuRam') };
 }
 
 export interface ModelPeak {
@@ -79,11 +137,13 @@ export interface ModelPeak {
 
 /** A model's peak for planning: its envelope's measurement when there is one, otherwise the GGUF
  *  estimate (llama.cpp is let go of afterwards). */
-export async function modelPeak(envelopes: EnvelopeStore, modelPath: string, key: Omit<EnvelopeKey, 'modelKey'>): Promise<ModelPeak> {
+export async function modelPeak(envelopes: EnvelopeStore, modelPath: string, key: Omit<EnvelopeKey, 'modelKey'>, kvCacheType?: KvCacheType): Promise<ModelPeak> {
+  // A file that changed since it was measured (truncated by a failed copy) is checked anew.
+  await requireUsableModel(modelPath);
   const { modelKey, sizeBytes } = modelIdentity(modelPath);
-  const measured = envelopes.get({ ...key, modelKey });
+  const measured = kvCacheType === undefined || kvCacheType === 'f16' ? envelopes.get({ ...key, modelKey }) : undefined;
   if (measured !== undefined) return { modelKey, sizeBytes, peakBytes: measured.peakBytes, peakSource: 'MEASURED', estimate: null };
-  const estimate = await estimateFromGguf(modelPath, { contextSize: key.contextSize, gpuLayers: key.gpuLayers });
+  const estimate = await estimateFromGguf(modelPath, { contextSize: key.contextSize, gpuLayers: key.gpuLayers, kvCacheType });
   await releaseEstimator();
   return { modelKey, sizeBytes, peakBytes: estimate.peakBytes, peakSource: 'ESTIMATED', estimate };
 }

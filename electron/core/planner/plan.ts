@@ -224,6 +224,7 @@ function decide(request: PlanRequest, snapshot: PlannerSnapshot, policy: Planner
     return only('REJECT_POLICY', { code: 'CAPABILITY_NOT_ALLOWED', capability: request.capability });
   }
   if (device !== null && device.health === 'FAILED') return only('REJECT_HEALTH', { code: 'DEVICE_FAILED', health: device.health });
+  if (request.modelProblem !== undefined) return only('REJECT_HEALTH', { ...request.modelProblem });
   if (acc.attribution === 'UNKNOWN') {
     return only(
       'QUEUE',
@@ -315,6 +316,8 @@ function fingerprintPlan(request: PlanRequest, snapshot: PlannerSnapshot, policy
   const f = fingerprint();
   const r = request;
   f.str(policy.revision).str(r.capability).str(r.modelKey).num(r.contextSize).num(r.gpuLayers).str(r.engineKind).str(r.priority).num(r.peakBytes).str(r.peakSource).num(r.weight);
+  // Only when present, so that the fingerprints of plans for usable models stay as they were.
+  if (r.modelProblem !== undefined) f.str(r.modelProblem.code).num(r.modelProblem.fileBytes).num(r.modelProblem.neededBytes);
   f.str(snapshot.node).str(snapshot.accelerator.key).str(snapshot.accelerator.name).num(snapshot.queueDepth).str(snapshot.pressure);
   const c = snapshot.controls;
   f.bool(c.draining).bool(c.labPaused);
@@ -343,6 +346,7 @@ function fingerprintPlan(request: PlanRequest, snapshot: PlannerSnapshot, policy
   for (const x of decision.reasons) {
     f.str(x.code).num(x.requestedBytes).num(x.schedulableBytes).num(x.freeableBytes).num(x.pendingBytes).num(x.capacityBytes).num(x.unmanagedExternalBytes);
     f.num(x.staleAfterUs).num(x.usedAfterEvictionsBytes).str(x.pressure).str(x.pressureAfterEvictions).str(x.capability).str(x.health);
+    if (x.fileBytes !== undefined || x.neededBytes !== undefined) f.num(x.fileBytes).num(x.neededBytes);
   }
   f.list(decision.evictions.length);
   for (const e of decision.evictions) f.str(e.id).num(e.pid).str(e.priority).num(e.freedBytes);

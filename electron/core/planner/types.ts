@@ -3,6 +3,7 @@
  * records (data), and rejections are structured reasons with byte figures, not sentences.
  */
 import type { DeviceHealth } from '../telemetry/types.js';
+import type { ModelProblem, ModelProblemCode } from './model-problem.js';
 import type { PressureLevel, Priority } from './policy.js';
 
 /**
@@ -21,7 +22,8 @@ export type Verdict =
   /** It cannot fit on this device (or the device is under critical external pressure): tell the
    *  user what it needs and what is in the way; do not retry without a change. */
   | 'REJECT_CAPACITY'
-  /** The device has failed: do not place anything on it. */
+  /** The device has failed, or the model file cannot be loaded (missing, not GGUF, truncated):
+   *  do not place it; fix the device or the file. */
   | 'REJECT_HEALTH'
   /** An operator control forbids it (draining, lab paused, capability not allowed). */
   | 'REJECT_POLICY';
@@ -49,6 +51,8 @@ export type ReasonCode =
   | 'INSUFFICIENT_CAPACITY'
   | 'EXCEEDS_DEVICE'
   | 'DEVICE_FAILED'
+  /** The model file cannot be loaded (REJECT_HEALTH): fix or replace the file. */
+  | ModelProblemCode
   | 'DRAINING'
   | 'LAB_PAUSED'
   | 'CAPABILITY_NOT_ALLOWED';
@@ -74,6 +78,8 @@ export interface Reason {
   usedAfterEvictionsBytes?: number;
   capability?: string;
   health?: DeviceHealth;
+  fileBytes?: number;
+  neededBytes?: number;
 }
 
 export interface PlanRequest {
@@ -90,6 +96,8 @@ export interface PlanRequest {
   peakSource: 'MEASURED' | 'ESTIMATED';
   /** The weight the engine joins the registry with (its share of the GPU's time). */
   weight: number;
+  /** Set when the model file cannot be loaded at all: the plan is REJECT_HEALTH with its code. */
+  modelProblem?: ModelProblem;
 }
 
 export interface DeviceState {

@@ -19,6 +19,7 @@ import {
   type HttpRoute,
   type LaunchOutcome,
   type LaunchRequest,
+  type EstimateOptions,
   type ModelEstimateView,
   type PlacementPlan,
   type PolicyPatch,
@@ -162,8 +163,8 @@ export class HttpBridge implements GpuShareApi {
   async deleteProfile(id: string): Promise<void> {
     await this.call<unknown>('deleteProfile', { id });
   }
-  estimateModel(modelPath: string): Promise<ModelEstimateView> {
-    return this.call('estimateModel', { body: { modelPath } });
+  estimateModel(modelPath: string, options: EstimateOptions = {}): Promise<ModelEstimateView> {
+    return this.call('estimateModel', { body: { modelPath, ...options } });
   }
   setPolicy(patch: PolicyPatch): Promise<PolicyView> {
     return this.call('setPolicy', { body: patch });

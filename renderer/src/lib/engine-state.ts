@@ -67,6 +67,9 @@ export function cardState(engine: EngineView | null, planning: boolean, progress
       return { phase: 'stopping', label: 'stopping…', tone: 'warn', progressPct: null };
     case 'stopped':
       return { phase: 'stopped', label: 'stopped', tone: 'muted', progressPct: null };
+    case 'exited':
+      // It finished by itself (exit code 0): not a crash.
+      return { phase: 'stopped', label: 'exited', tone: 'muted', progressPct: null };
     case 'crashed':
       return { phase: 'crashed', label: `crashed (${exitWords(engine)})`, tone: 'bad', progressPct: null };
   }

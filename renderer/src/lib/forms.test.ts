@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ApiError } from '../../../electron/core/contract.js';
+import { ApiError, DEFAULT_CONTEXT_CAP } from '../../../electron/core/contract.js';
 import { describeError } from './errors.js';
 import { checkForm, emptyForm, nameFromPath } from './profile-form.js';
 
@@ -37,7 +37,7 @@ describe('profile form', () => {
   it('builds the profile input', () => {
     expect(checkForm({ ...filled, capabilities: 'chat, code chat', weight: '2' })).toEqual({
       ok: true,
-      input: { name: 'qwen', capabilities: ['chat', 'code'], engineKind: 'builtin', modelPath: '/models/qwen2.5-7b.Q4_K_M.gguf', contextSize: 4096, priority: 'interactive', weight: 2 },
+      input: { name: 'qwen', capabilities: ['chat', 'code'], engineKind: 'builtin', modelPath: '/models/qwen2.5-7b.Q4_K_M.gguf', contextSize: DEFAULT_CONTEXT_CAP, priority: 'interactive', weight: 2 },
     });
     const noWeight = checkForm(filled);
     expect(noWeight.ok && 'weight' in noWeight.input).toBe(false);

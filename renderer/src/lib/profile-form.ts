@@ -1,6 +1,6 @@
 /** The add-model form: its fields as typed, checked into a ProfileInput with a message per
  *  field that says what to type. */
-import type { EngineKind, Priority, ProfileInput } from '../../../electron/core/contract.js';
+import { DEFAULT_CONTEXT_CAP, type EngineKind, type Priority, type ProfileInput } from '../../../electron/core/contract.js';
 import { parseWeightInput } from './weight.js';
 
 export const FORM_ENGINE_KINDS: readonly EngineKind[] = ['builtin', 'llama-server', 'llamafile', 'opencoti-llamafile'];
@@ -26,7 +26,7 @@ export function nameFromPath(path: string): string {
 }
 
 export function emptyForm(): ProfileForm {
-  return { name: '', modelPath: '', engineKind: 'builtin', capabilities: 'chat', contextSize: '4096', priority: 'interactive', weight: '' };
+  return { name: '', modelPath: '', engineKind: 'builtin', capabilities: 'chat', contextSize: String(DEFAULT_CONTEXT_CAP), priority: 'interactive', weight: '' };
 }
 
 const utf8Length = (text: string): number => new TextEncoder().encode(text).length;
