@@ -4,7 +4,7 @@
  * Without one these tests are skipped locally with one line; in CI (CI set) they fail.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -13,7 +13,7 @@ import { ProfileStore } from '../../electron/core/engines/profiles.js';
 import { GiB } from '../../electron/core/planner/policy.js';
 import { writeGguf } from '../fixtures/gguf.js';
 import { findLlamaServer, freePort, LLAMA_SERVER_HINT, llamaServerArgs, streamCompletion, waitHealthy } from '../fixtures/llama-server.js';
-import { CLI, exitOf, hasTaskset } from '../fixtures/procs.js';
+import { childrenOf, CLI, exitOf, hasTaskset } from '../fixtures/procs.js';
 import { removeSegment } from '../fixtures/segments.js';
 
 const server = await findLlamaServer();
@@ -60,6 +60,18 @@ function client(port: number): { decoded: () => number; stop: () => void } {
     }
   })();
   return { decoded: () => done + current, stop: () => controller.abort() };
+}
+
+/** The --api-key on the command line of the llama-server below `pid` (procfs). */
+function apiKeyOf(pid: number): string | null {
+  for (const child of childrenOf(pid)) {
+    const argv = readFileSync(`/proc/${child}/cmdline`, 'utf8').split('\0');
+    const at = argv.indexOf('--api-key');
+    if (at >= 0 && argv[at + 1] !== undefined) return argv[at + 1] ?? null;
+    const below = apiKeyOf(child);
+    if (below !== null) return below;
+  }
+  return null;
 }
 
 describe.skipIf(server === null && !inCi)('a real llama-server', () => {
@@ -114,7 +126,12 @@ describe.skipIf(server === null && !inCi)('a real llama-server', () => {
       child.once('exit', (code) => reject(new Error(`launch exited ${code}:\n${stderr.join('\n')}`)));
     });
     expect(running).toMatch(/^running: llama \(llama-server, pid \d+/);
-    expect((await streamCompletion(port, 32, wallUs)).tokens).toBe(32);
+    // The supervisor gives the engine a secret of its own (--api-key): its port refuses anyone
+    // without it, and decodes for whoever has it.
+    await expect(streamCompletion(port, 32, wallUs)).rejects.toThrow('answered 401');
+    const secret = apiKeyOf(child.pid ?? 0);
+    expect(secret).not.toBeNull();
+    expect((await streamCompletion(port, 32, wallUs, undefined, undefined, secret ?? '')).tokens).toBe(32);
     const peers = JSON.parse(spawnSync(process.execPath, [CLI, 'peers', '--gpu-key', key, '--json'], { encoding: 'utf8' }).stdout) as { peers: { name: string }[] };
     expect(peers.peers.map((p) => p.name)).toContain('llama');
     child.kill('SIGINT');
