@@ -10,7 +10,7 @@ import { RegistryObserver } from '../registry/observer.js';
 import { listSegments } from '../registry/segment-list.js';
 import { RegistrySegment } from '../registry/segment.js';
 import type { GpuPeersView } from '../registry/view.js';
-import { listDevices, type DeviceEntry } from '../telemetry/device-list.js';
+import type { DeviceEntry } from '../telemetry/device-list.js';
 import { failureLatch, stopSignals, type CommandIo } from './io.js';
 
 export interface PeersOptions {
@@ -60,23 +60,25 @@ export async function runPeers(options: PeersOptions, io: CommandIo, helper: Reg
     return entry;
   };
   let devices: DeviceEntry[] | null = null;
-  const devicesNow = (): DeviceEntry[] => (devices ??= listDevices({ wallUs: () => clock.wallUs() }).devices);
+  // Telemetry (NVML, /proc) is imported only when needed: `peers --gpu-key K` on an existing
+  // registry, what scripts and tests run in loops, starts as fast as before.
+  const devicesNow = async (): Promise<DeviceEntry[]> => (devices ??= (await import('../telemetry/device-list.js')).listDevices({ wallUs: () => clock.wallUs() }).devices);
   const ownSegmentKeys = (): string[] => listSegments().filter((s) => s.mine).map((s) => s.key);
   const render = (view: GpuPeersView): string => (options.json ? JSON.stringify(view) : formatPeersTable(view));
   /** Segments refused or foreign in all-devices mode: said once each, the others still shown. */
   const said = new Set<string>();
 
-  const readText = (): string | null => {
+  const readText = async (): Promise<string | null> => {
     if (options.gpuKey !== undefined) {
       const { view, exists } = watchedOf(options.gpuKey).read();
       if (!exists && !said.has(options.gpuKey)) {
         said.add(options.gpuKey);
-        const note = unknownKeyNote(options.gpuKey, devicesNow(), ownSegmentKeys());
+        const note = unknownKeyNote(options.gpuKey, await devicesNow(), ownSegmentKeys());
         if (note !== null) io.err(`gpu-share: ${note}`);
       }
       return render(view);
     }
-    const keys = [...new Set([...devicesNow().map((d) => d.key), ...ownSegmentKeys()])];
+    const keys = [...new Set([...(await devicesNow()).map((d) => d.key), ...ownSegmentKeys()])];
     const texts: string[] = [];
     for (const key of keys) {
       try {
@@ -91,7 +93,7 @@ export async function runPeers(options: PeersOptions, io: CommandIo, helper: Reg
     if (texts.length > 0) return texts.join(options.json ? '\n' : '\n\n');
     if (!said.has('')) {
       said.add('');
-      io.err(`gpu-share: no registry on this machine yet; devices: ${devicesNow().map((d) => `${d.index}: ${d.key} (${d.name})`).join(', ') || 'none'}`);
+      io.err(`gpu-share: no registry on this machine yet; devices: ${(await devicesNow()).map((d) => `${d.index}: ${d.key} (${d.name})`).join(', ') || 'none'}`);
     }
     return null;
   };
@@ -100,23 +102,23 @@ export async function runPeers(options: PeersOptions, io: CommandIo, helper: Reg
     for (const entry of watched.values()) entry.close();
   };
   if (!options.watch) {
-    const text = readText();
+    const text = await readText();
     if (text !== null) io.out(text);
     closeAll();
     return 0;
   }
   const failure = failureLatch();
-  const show = (): void => {
+  const show = async (): Promise<void> => {
     try {
-      const text = readText();
+      const text = await readText();
       if (text === null) return;
       io.out(options.clearScreen && !options.json ? `\x1b[H\x1b[2J${text}` : options.json ? text : `${text}\n`);
     } catch (error) {
       failure.fail(error);
     }
   };
-  show();
-  const timer = setInterval(show, options.intervalMs);
+  await show();
+  const timer = setInterval(() => void show(), options.intervalMs);
   const signals = stopSignals();
   await Promise.race([signals.stopped, failure.failed]);
   signals.release();
