@@ -539,7 +539,8 @@ class GpuShareCore implements Core {
       engines.map(async (engine) => {
         let tokens: number | null = null;
         try {
-          const response = await fetch(`http://127.0.0.1:${engine.port}/metrics`, { signal: AbortSignal.timeout(1_000) });
+          // Its port asks for the secret the supervisor gave it.
+          const response = await fetch(`http://127.0.0.1:${engine.port}/metrics`, { headers: { authorization: `Bearer ${this.supervisor.secretOf(engine.id)}` }, signal: AbortSignal.timeout(1_000) });
           tokens = response.ok ? (parseServerMetrics(await response.text())?.tokensPredicted ?? null) : null;
         } catch {
           tokens = null;

@@ -214,8 +214,10 @@ describe('profiles, engines, weights, plans', () => {
       // Kept in the profile: the next launch starts with it.
       expect((await call<Profile[]>(served, 'GET', '/api/profiles')).body.find((p) => p.id === 'tiny')?.weight).toBe(2.5);
 
-      // Its decode rate, read from its own /metrics: none before it has decoded, some after.
-      expect((await state(served)).engines.find((e) => e.id === engine.id)?.tokensPerSecond ?? 0).toBe(0);
+      // Its decode rate, read from its own /metrics every 2 s: 0 while idle (once read twice), then
+      // above 0 over the interval in which it decoded.
+      const idle = await until(async () => (await state(served)).engines.find((e) => e.id === engine.id)?.tokensPerSecond ?? undefined, 8_000, 'a first decode rate');
+      expect(idle).toBe(0);
       const chat = await call<{ usage?: { completion_tokens?: number } }>(served, 'POST', '/v1/chat/completions', { model: 'chat', messages: [{ role: 'user', content: 'hello' }], max_tokens: 48, seed: 1 });
       expect(chat.status).toBe(200);
       const rate = await until(async () => {
