@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { commandFor, declaredPortOf, healthPortOf, servesHttp, type LaunchSpec } from '../../electron/core/engines/supervisor.js';
+import { commandFor, healthPortOf, servesHttp, type LaunchSpec } from '../../electron/core/engines/supervisor.js';
+import { declaredPortOf } from '../../electron/core/pacer/server-activity.js';
 import { ENGINE_SECRET_ENV } from '../../electron/core/engines/engine-secret.js';
 import { kvCacheTypeOf } from '../../electron/core/engines/launch-spec.js';
 import { matchToken } from '../../electron/core/api/http.js';

@@ -25,7 +25,7 @@ import { parseHostLine } from './host-protocol.js';
 import { parsePacerLine } from '../pacer/overshoot.js';
 import type { EngineKind } from './profiles.js';
 import { ENGINE_SECRET_ENV, newEngineSecret } from './engine-secret.js';
-import { LLAMA_SERVER_DEFAULT_PORT } from '../pacer/server-activity.js';
+import { LLAMA_SERVER_DEFAULT_PORT, declaredPortOf } from '../pacer/server-activity.js';
 
 export type { EngineKind };
 
@@ -214,18 +214,6 @@ export function commandFor(spec: LaunchSpec, deps: Pick<SupervisorDeps, 'launche
     case 'opencoti-llamafile':
       return { command: spec.command ?? 'llamafile', args: [...model, '-c', String(spec.contextSize), '-ngl', String(spec.gpuLayers), '--gpu-share-weight', String(spec.weight), ...spec.args], env };
   }
-}
-
-/** The `--port N` (or `--port=N`) among an engine's arguments; null when absent or not a port. */
-export function declaredPortOf(args: readonly string[]): number | null {
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i] ?? '';
-    const raw = arg === '--port' ? args[i + 1] : arg.startsWith('--port=') ? arg.slice('--port='.length) : undefined;
-    if (raw === undefined) continue;
-    const port = Number(raw);
-    return /^\d+$/.test(raw) && port > 0 && port < 65536 ? port : null;
-  }
-  return null;
 }
 
 /** The port whose /health tells a llama.cpp server's readiness (llama-server, llamafile and

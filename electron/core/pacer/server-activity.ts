@@ -44,6 +44,15 @@ export function serverKeyOf(args: readonly string[], env: Readonly<Record<string
 
 const hasFlag = (args: readonly string[], name: string): boolean => args.some((arg) => arg === name || arg.startsWith(`${name}=`));
 
+/** The `--port N` (or `--port=N`) among a server's arguments, the last one winning as in
+ *  llama.cpp's parser; null when absent or not a port. */
+export function declaredPortOf(args: readonly string[]): number | null {
+  const raw = flagValue(args, '--port');
+  if (raw === undefined || !/^\d+$/.test(raw)) return null;
+  const port = Number(raw);
+  return port > 0 && port < 65536 ? port : null;
+}
+
 /** The loopback host to reach a server listening on `host`; null when it listens elsewhere (we
  *  probe nothing but loopback) or on a unix socket. */
 function loopbackHost(host: string | undefined): string | null {
@@ -58,10 +67,9 @@ function loopbackHost(host: string | undefined): string | null {
 export function detectLlamaServer(command: string, args: readonly string[], env: Readonly<Record<string, string | undefined>>): DetectedServer | null {
   if (!hasFlag(args, '--port') && !hasFlag(args, '--host')) return null;
   const host = loopbackHost(flagValue(args, '--host'));
-  const portText = flagValue(args, '--port');
-  if (portText === undefined && hasFlag(args, '--port')) return null; // `--port` with no value
-  const port = portText === undefined ? LLAMA_SERVER_DEFAULT_PORT : Number(portText);
-  if (host === null || !Number.isInteger(port) || port <= 0 || port > 65535) return null;
+  // `--port` with no value or no port in it: not a server we know how to probe.
+  const port = hasFlag(args, '--port') ? declaredPortOf(args) : LLAMA_SERVER_DEFAULT_PORT;
+  if (host === null || port === null) return null;
   const isLlamaServer = basename(command).replace(/\.exe$/i, '') === 'llama-server';
   return {
     metricsUrl: `http://${host}:${port}/metrics`,
