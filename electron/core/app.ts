@@ -12,7 +12,8 @@ import {
   badField,
   CONTRACT_VERSION,
   defaultContextSize,
-  requireString,
+  MODEL_PATH,
+  parseInput,
   type EstimateOptions,
   type ProfileFailure,
   type AppEvent,
@@ -36,7 +37,7 @@ import { launchSpecFor } from './engines/launch-spec.js';
 import { checkProfileEnv, DEFAULT_GPU_LAYERS, ProfileError, ProfileNotFoundError, ProfileStore } from './engines/profiles.js';
 import { describeModelProblem, inspectModelFile } from './planner/model-file.js';
 import { spawnEngineProcess } from './engines/spawn.js';
-import { removeEngineFile, writeEngineFile } from './engines/engine-files.js';
+import { removeEngineFile, residentFacts, writeEngineFile } from './engines/engine-files.js';
 import { Supervisor, SupervisorError, type EngineStatus, type LaunchSpec, type SupervisorEvent } from './engines/supervisor.js';
 import { buildSchedule, stallBoundUs } from './pacer/schedule.js';
 import { parseServerMetrics } from './pacer/metrics-activity.js';
@@ -313,7 +314,7 @@ class GpuShareCore implements Core {
   }
 
   async estimateModel(modelPath: string, options: EstimateOptions = {}): Promise<ModelEstimateView> {
-    requireString(modelPath, 'modelPath');
+    parseInput(MODEL_PATH, modelPath, 'modelPath');
     // Only model files: the path comes from a form, and nothing else is opened or described.
     if (!modelPath.toLowerCase().endsWith('.gguf')) throw badField('modelPath', 'must name a .gguf model file');
     const check = await inspectModelFile(modelPath);
@@ -499,7 +500,7 @@ class GpuShareCore implements Core {
           removeEngineFile(this.dataDir, process.pid, event.engine.id);
         } else if (event.engine.state === 'running') {
           // `gpu-share engines` on this data folder lists it.
-          this.guardFs(() => writeEngineFile(this.dataDir, { id: event.engine.id, profileId: event.engine.profileId, name: event.engine.name, kind: event.engine.kind, pid: event.engine.pid, supervisorPid: process.pid, port: event.engine.port, gpuKey: this.gpuKey, startedAt: new Date(event.engine.startedAtUs / 1000).toISOString() }));
+          this.guardFs(() => writeEngineFile(this.dataDir, { id: event.engine.id, profileId: event.engine.profileId, name: event.engine.name, kind: event.engine.kind, pid: event.engine.pid, supervisorPid: process.pid, port: event.engine.port, gpuKey: this.gpuKey, startedAt: new Date(event.engine.startedAtUs / 1000).toISOString(), ...residentFacts(this.supervisor.residents().find((r) => r.id === event.engine.id)) }));
         }
         this.emit({ type: 'engine', engine: this.engineView(event.engine) });
         if (event.engine.state === 'exited') this.log(`${event.engine.name}: exited (exit code 0)`);
