@@ -2,42 +2,90 @@
  * llama-server's own shapes on the built-in engine, so that tools written for llama.cpp's server
  * work against it: the `/completion` body, its answer (whole, or streamed as pieces and a last
  * event with `"stop":true`) and `/props`. Field names are those of llama.cpp's server README; a
- * value the engine does not know is left out, never made up. Pure: bodies in, plain data out.
+ * value the engine does not know is left out, never made up. The body is checked by a valibot
+ * schema (schema.ts). Pure: bodies in, plain data out.
  */
 import type { GenerationResult } from './builtin-decode.js';
-import { DEFAULT_TEMPERATURE, parseSampling, type Checked, type CompletionRequest } from './builtin-openai.js';
+import * as v from 'valibot';
+import { examine, got, isRecord, openRecord, pathText } from '../schema.js';
+import { DEFAULT_TEMPERATURE, type Checked, type CompletionRequest } from './builtin-openai.js';
 import { buildPropsBlock, type GpuPeersView, type GpuShareProps } from '../registry/view.js';
 
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const MAX_STOPS = 16;
+const MAX_PREDICT = 1_000_000;
 
-/** Fields of llama-server's `/completion` that change what comes back and that this engine does
- *  not implement: refused by name rather than silently ignored. */
-function unsupportedField(body: Record<string, unknown>): string | null {
-  const set = (key: string): boolean => body[key] !== undefined && body[key] !== null;
-  if (set('grammar') && body['grammar'] !== '') return 'grammar';
-  if (set('json_schema')) return 'json_schema';
-  if (set('n_probs') && body['n_probs'] !== 0) return 'n_probs';
-  if (set('n_cmpl') && body['n_cmpl'] !== 1) return 'n_cmpl';
-  const logitBias = body['logit_bias'];
-  if (set('logit_bias') && !(Array.isArray(logitBias) && logitBias.length === 0) && !(isRecord(logitBias) && Object.keys(logitBias).length === 0)) return 'logit_bias';
-  const lora = body['lora'];
-  if (set('lora') && !(Array.isArray(lora) && lora.length === 0)) return 'lora';
-  if (set('multimodal_data') || set('image_data')) return set('image_data') ? 'image_data' : 'multimodal_data';
-  return null;
-}
+const wholeFrom = (min: number, max: number, what = `a whole number from ${min} to ${max}`) => {
+  const message = got(`must be ${what}`);
+  return v.nullish(v.pipe(v.number(message), v.integer(message), v.minValue(min, message), v.maxValue(max, message)));
+};
+const numberFrom = (min: number, max: number) => {
+  const message = got(`must be a number from ${min} to ${max}`);
+  return v.nullish(v.pipe(v.number(message), v.finite(message), v.minValue(min, message), v.maxValue(max, message)));
+};
+const nPredict = wholeFrom(-1, MAX_PREDICT, `a whole number from 0 to ${MAX_PREDICT}, or -1 (to the end of the context)`);
+const stopMessage = got(`must be an array of at most ${MAX_STOPS} strings`);
+
+/** A field of llama-server's `/completion` that changes what comes back and that this engine does
+ *  not implement: refused by name unless it is at its no-op value, never silently ignored. */
+const unsupported = (inert: (value: unknown) => boolean) =>
+  v.nullish(v.custom<unknown>(inert, 'is not supported by the built-in engine (a llama-server profile supports it)'));
+const isEmpty = (value: unknown): boolean => (Array.isArray(value) ? value.length === 0 : isRecord(value) && Object.keys(value).length === 0);
+
+/** `POST /completion`: llama-server's fields this engine honours, and the ones it refuses. Fields
+ *  not named here (llama-server has many sampler knobs) are ignored, as llama-server ignores
+ *  unknown ones. */
+export const LLAMA_COMPLETION_BODY = openRecord(
+  {
+    prompt: v.union([v.string(), v.strictTuple([v.string()])], got('must be a string (token arrays and several prompts are not supported)')),
+    n_predict: nPredict,
+    max_tokens: nPredict,
+    temperature: numberFrom(0, 100),
+    top_p: numberFrom(0, 1),
+    top_k: wholeFrom(0, 1_000_000),
+    seed: v.nullish(v.pipe(v.number(got('must be a whole number (-1: random)')), v.safeInteger(got('must be a whole number (-1: random)')))),
+    stop: v.nullish(v.union([v.string(), v.pipe(v.array(v.string()), v.maxLength(MAX_STOPS))], stopMessage)),
+    stream: v.nullish(v.boolean(got('must be true or false'))),
+    grammar: unsupported((value) => value === ''),
+    json_schema: unsupported(() => false),
+    n_probs: unsupported((value) => value === 0),
+    n_cmpl: unsupported((value) => value === 1),
+    logit_bias: unsupported(isEmpty),
+    lora: unsupported(isEmpty),
+    image_data: unsupported(() => false),
+    multimodal_data: unsupported(() => false),
+  },
+  'a JSON object',
+);
 
 /** Validate a llama-server `/completion` body: a prompt string (or an array of one string),
- *  n_predict (or max_tokens; -1 or absent: to the context's end), the shared sampling fields. */
+ *  n_predict (or max_tokens; -1 or absent: to the context's end; 0: the prompt only), the sampling
+ *  fields; seed -1 is a random seed. */
 export function parseLlamaCompletionRequest(body: unknown): Checked<CompletionRequest> {
-  if (!isRecord(body)) return { ok: false, message: 'the body must be a JSON object', param: null };
-  const unsupported = unsupportedField(body);
-  if (unsupported !== null) return { ok: false, message: `${unsupported} is not supported by the built-in engine (a llama-server profile supports it)`, param: unsupported };
-  let prompt = body['prompt'];
-  if (Array.isArray(prompt) && prompt.length === 1 && typeof prompt[0] === 'string') prompt = prompt[0];
-  if (typeof prompt !== 'string') return { ok: false, message: 'prompt must be a string (token arrays and several prompts are not supported)', param: 'prompt' };
-  const sampling = parseSampling(body, ['n_predict', 'max_tokens'], 'llama-server');
-  if (!sampling.ok) return sampling;
-  return { ok: true, value: { kind: 'completion', prompt, ...sampling.value, includeUsage: false } };
+  const checked = examine(LLAMA_COMPLETION_BODY, body);
+  if (!checked.ok) {
+    const { keys, message } = checked.problem;
+    const param = keys.length === 0 ? null : pathText('', keys);
+    return { ok: false, message: `${param ?? 'the body'} ${message}`, param };
+  }
+  const request = checked.value;
+  const prompt = typeof request.prompt === 'string' ? request.prompt : request.prompt[0];
+  const limit = request.n_predict ?? request.max_tokens ?? -1;
+  const stop = request.stop === null || request.stop === undefined ? [] : typeof request.stop === 'string' ? [request.stop] : request.stop;
+  return {
+    ok: true,
+    value: {
+      kind: 'completion',
+      prompt,
+      maxTokens: limit === -1 ? Number.POSITIVE_INFINITY : limit,
+      temperature: request.temperature ?? DEFAULT_TEMPERATURE,
+      topP: request.top_p ?? null,
+      topK: request.top_k ?? null,
+      seed: request.seed === undefined || request.seed === null || request.seed === -1 ? null : request.seed,
+      stop: stop.filter((item) => item !== ''),
+      stream: request.stream === true,
+      includeUsage: false,
+    },
+  };
 }
 
 export type StopType = 'eos' | 'word' | 'limit';

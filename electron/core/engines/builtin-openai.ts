@@ -45,19 +45,12 @@ const MAX_STOPS = 16;
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 const present = (value: unknown): boolean => value !== undefined && value !== null;
 
-/**
- * The sampling fields every generation body shares. `llama-server` style is its `/completion`'s:
- * the token limit may be 0 (evaluate the prompt only) or -1 (to the context's end, also the
- * default), and seed -1 means a random seed.
- */
-export function parseSampling(body: Record<string, unknown>, maxTokenKeys: readonly string[], style: 'openai' | 'llama-server' = 'openai'): Checked<SamplingRequest> {
-  const llama = style === 'llama-server';
-  let maxTokens = llama ? Number.POSITIVE_INFINITY : DEFAULT_MAX_TOKENS;
+function parseSampling(body: Record<string, unknown>, maxTokenKeys: readonly string[]): Checked<SamplingRequest> {
+  let maxTokens = DEFAULT_MAX_TOKENS;
   for (const key of maxTokenKeys) {
     const raw = body[key];
     if (!present(raw)) continue;
-    if (llama && raw === -1) break;
-    if (typeof raw !== 'number' || !Number.isInteger(raw) || raw < (llama ? 0 : 1) || raw > 1_000_000) return refuse(key, llama ? `${key} must be a whole number ≥ 0, or -1 (to the end of the context)` : `${key} must be a whole number ≥ 1`);
+    if (typeof raw !== 'number' || !Number.isInteger(raw) || raw < 1 || raw > 1_000_000) return refuse(key, `${key} must be a whole number ≥ 1`);
     maxTokens = raw;
     break;
   }
@@ -98,7 +91,7 @@ export function parseSampling(body: Record<string, unknown>, maxTokenKeys: reado
       temperature: typeof temperature === 'number' ? temperature : DEFAULT_TEMPERATURE,
       topP: typeof topP === 'number' ? topP : null,
       topK: typeof topK === 'number' ? topK : null,
-      seed: typeof seed === 'number' && !(llama && seed === -1) ? seed : null,
+      seed: typeof seed === 'number' ? seed : null,
       stop,
       stream: stream === true,
       includeUsage: includeUsage === true,
