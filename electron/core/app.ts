@@ -36,7 +36,7 @@ import { launchSpecFor } from './engines/launch-spec.js';
 import { checkProfileEnv, DEFAULT_GPU_LAYERS, ProfileError, ProfileNotFoundError, ProfileStore } from './engines/profiles.js';
 import { describeModelProblem, inspectModelFile } from './planner/model-file.js';
 import { spawnEngineProcess } from './engines/spawn.js';
-import { removeEngineFile, writeEngineFile } from './engines/engine-files.js';
+import { removeEngineFile, residentFacts, writeEngineFile } from './engines/engine-files.js';
 import { Supervisor, SupervisorError, type EngineStatus, type LaunchSpec, type SupervisorEvent } from './engines/supervisor.js';
 import { buildSchedule, stallBoundUs } from './pacer/schedule.js';
 import { parseServerMetrics } from './pacer/metrics-activity.js';
@@ -501,7 +501,7 @@ class GpuShareCore implements Core {
           removeEngineFile(this.dataDir, process.pid, event.engine.id);
         } else if (event.engine.state === 'running') {
           // `gpu-share engines` on this data folder lists it.
-          this.guardFs(() => writeEngineFile(this.dataDir, { id: event.engine.id, profileId: event.engine.profileId, name: event.engine.name, kind: event.engine.kind, pid: event.engine.pid, supervisorPid: process.pid, port: event.engine.port, gpuKey: this.gpuKey, startedAt: new Date(event.engine.startedAtUs / 1000).toISOString() }));
+          this.guardFs(() => writeEngineFile(this.dataDir, { id: event.engine.id, profileId: event.engine.profileId, name: event.engine.name, kind: event.engine.kind, pid: event.engine.pid, supervisorPid: process.pid, port: event.engine.port, gpuKey: this.gpuKey, startedAt: new Date(event.engine.startedAtUs / 1000).toISOString(), ...residentFacts(this.supervisor.residents().find((r) => r.id === event.engine.id)) }));
         }
         this.emit({ type: 'engine', engine: this.engineView(event.engine) });
         if (event.engine.state === 'exited') this.log(`${event.engine.name}: exited (exit code 0)`);

@@ -26,7 +26,7 @@ import { buildSchedule, ownerAt, stallBoundUs, usUntilWindowEnd, type Schedule }
 import { writeGguf, type GgufSpec } from '../fixtures/gguf.js';
 import { LLAMA_SERVER_HINT, findLlamaServer, freePort, nvidiaSmiListsGpu, spawnLlamaServer, streamCompletion, waitHealthy, type LlamaServerArgs } from '../fixtures/llama-server.js';
 import { CLI, ROOT, predictedTokens } from '../fixtures/procs.js';
-import { counterAt, gapsMs, median, recoveredAtUs, round, summary } from './pacing-stats.js';
+import { costByWindowPosition, counterAt, gapsMs, median, recoveredAtUs, round, summary, type WindowPositionCost } from './pacing-stats.js';
 
 export type LlamaDevice = 'cpu' | 'gpu';
 export type LlamaMode = 'free' | 'naive' | 'gate';
@@ -59,6 +59,8 @@ export interface LlamaBenchOptions {
   scenarios: LlamaScenario[];
   measureS: number;
   repeat: number;
+  /** CPU: the core every engine runs on, and the one for supervisors, clients and this harness. */
+  cores: { engine: number; harness: number };
   log: (line: string) => void;
   /** Called with every result so far after each scenario (a run cut short keeps what it measured). */
   onScenario?: (results: readonly LlamaResult[]) => void;
@@ -84,6 +86,9 @@ export interface LlamaResult {
   cpu_pct: number[] | null;
   cpu_ratio: number | null;
   cpu_ms_per_token: number[] | null;
+  /** Paced modes: each engine's ms per token by its place in its own windows (the first from the
+   *  window's start); null unpaced. */
+  window_ms_per_token: WindowPositionCost[] | null;
   solo_tokps: number;
   solo_before_after_tokps: [number, number];
   aggregate_pct_of_solo: number;
@@ -98,7 +103,7 @@ export interface LlamaResult {
    *  for a request cut short by the stop). */
   metrics_tokens: number[];
   streamed_tokens: number[];
-  runs?: { ratio: number | null; cpu_ratio: number | null; aggregate_pct_of_solo: number; release_s: number | null; itl_max_ms: number[] }[];
+  runs?: { ratio: number | null; cpu_ratio: number | null; equal_pair_ratio: number | null; aggregate_pct_of_solo: number; release_s: number | null; itl_max_ms: number[] }[];
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -260,6 +265,7 @@ async function runOnce(options: LlamaBenchOptions, scenario: LlamaScenario, mode
   const shares = computeShares(scenario.weights);
   const schedule = buildSchedule(shares.map((share, slot) => ({ slot, share })));
   const pin = device === 'cpu';
+  const { engine: engineCore, harness: harnessCore } = options.cores;
   const engines: Engine[] = [];
   const nvml = device === 'gpu' ? nvmlSampler() : null;
   let sampler: NodeJS.Timeout | null = null;
@@ -267,10 +273,10 @@ async function runOnce(options: LlamaBenchOptions, scenario: LlamaScenario, mode
     for (let i = 0; i < scenario.weights.length; i++) {
       const port = await freePort();
       const args: LlamaServerArgs = { model, port, ctx: config.ctx, threads: pin ? 1 : 4, gpuLayers: device === 'gpu' ? 999 : 0 };
-      const enginePin = pin ? ['taskset', '-c', '0'] : [];
+      const enginePin = pin ? ['taskset', '-c', String(engineCore)] : [];
       const prefix =
         mode === 'gate'
-          ? [...(pin ? ['taskset', '-c', '1'] : []), process.execPath, CLI, 'run', '--gpu-key', gpuKey, '--weight', String(scenario.weights[i]), '--name', `e${i}`, '--activity-url', `http://127.0.0.1:${port}/metrics`, '--', ...enginePin]
+          ? [...(pin ? ['taskset', '-c', String(harnessCore)] : []), process.execPath, CLI, 'run', '--gpu-key', gpuKey, '--weight', String(scenario.weights[i]), '--name', `e${i}`, '--activity-url', `http://127.0.0.1:${port}/metrics`, '--', ...enginePin]
           : enginePin;
       const child = spawnLlamaServer(prefix, server, args);
       let stderr = '';
@@ -361,6 +367,7 @@ async function runOnce(options: LlamaBenchOptions, scenario: LlamaScenario, mode
       cpu_pct: cpuPct,
       cpu_ratio: cpuPct === null ? null : ratio(cpuPct[0], cpuPct[1]),
       cpu_ms_per_token: perTokenMs,
+      window_ms_per_token: mode === 'free' ? null : engines.map((e, slot) => costByWindowPosition(e.tokens, schedule, slot, fromUs, toUs)),
       solo_tokps: round(solo, 1),
       solo_before_after_tokps: [round(before, 1), round(after, 1)],
       aggregate_pct_of_solo: round((tokps.reduce((a, b) => a + b, 0) / solo) * 100, 1),
@@ -423,16 +430,25 @@ function medianOfRuns(runs: LlamaResult[]): LlamaResult {
     cpu_pct: first.cpu_pct === null ? null : perEngine((r, i) => r.cpu_pct?.[i] ?? null),
     cpu_ratio: m((r) => r.cpu_ratio),
     cpu_ms_per_token: first.cpu_ms_per_token === null ? null : perEngine((r, i) => r.cpu_ms_per_token?.[i] ?? null, 2),
+    window_ms_per_token:
+      first.window_ms_per_token === null
+        ? null
+        : first.weights.map((_, i) => ({
+            first: m((r) => r.window_ms_per_token?.[i]?.first ?? null, 2),
+            second: m((r) => r.window_ms_per_token?.[i]?.second ?? null, 2),
+            rest: m((r) => r.window_ms_per_token?.[i]?.rest ?? null, 2),
+            perWindow: m((r) => r.window_ms_per_token?.[i]?.perWindow ?? null, 1),
+          })),
     solo_tokps: m((r) => r.solo_tokps, 1) ?? 0,
     aggregate_pct_of_solo: m((r) => r.aggregate_pct_of_solo, 1) ?? 0,
     itl_max_ms: perEngine((r, i) => r.itl_max_ms[i] ?? null, 2),
     release_s: m((r) => r.release_s, 2),
-    runs: runs.map((r) => ({ ratio: r.ratio, cpu_ratio: r.cpu_ratio, aggregate_pct_of_solo: r.aggregate_pct_of_solo, release_s: r.release_s, itl_max_ms: r.itl_max_ms })),
+    runs: runs.map((r) => ({ ratio: r.ratio, cpu_ratio: r.cpu_ratio, equal_pair_ratio: r.equal_pair_ratio, aggregate_pct_of_solo: r.aggregate_pct_of_solo, release_s: r.release_s, itl_max_ms: r.itl_max_ms })),
   };
 }
 
 export function llamaTable(results: readonly LlamaResult[]): string {
-  const header = ['scenario', 'mode', 'tok/s', 'token split', 'time split', 'target', '2:1:1 pair', 'CPU ms/tok', 'solo tok/s (before→after)', 'agg % solo', 'max gap ms', 'bound ms', 'release s', 'GPU util % solo/shared/after'];
+  const header = ['scenario', 'mode', 'tok/s', 'token split', 'time split', 'target', '2:1:1 pair', 'CPU ms/tok', 'ms/tok in window 1st/2nd/rest', 'solo tok/s (before→after)', 'agg % solo', 'max gap ms', 'bound ms', 'release s', 'GPU util % solo/shared/after'];
   const f = (x: number | null, d = 3): string => (x === null ? '—' : x.toFixed(d));
   const rows = results.map((r) => [
     r.name,
@@ -443,6 +459,7 @@ export function llamaTable(results: readonly LlamaResult[]): string {
     r.target_ratio.toFixed(3),
     f(r.equal_pair_ratio),
     r.cpu_ms_per_token === null ? '—' : r.cpu_ms_per_token.map((c) => c.toFixed(2)).join(' / '),
+    r.window_ms_per_token === null ? '—' : r.window_ms_per_token.map((w) => [w.first, w.second, w.rest].map((x) => (x === null ? '—' : x.toFixed(1))).join('/')).join(' | '),
     `${r.solo_tokps.toFixed(1)} (${r.solo_before_after_tokps.map((s) => s.toFixed(1)).join('→')})`,
     r.aggregate_pct_of_solo.toFixed(1),
     r.itl_max_ms.map((m) => m.toFixed(1)).join(' / '),
@@ -497,6 +514,8 @@ export interface LlamaMainArgs {
   measureS: number | undefined;
   repeat: number;
   json: boolean;
+  /** CPU: "ENGINE,HARNESS" cores (default 0,1). */
+  cores?: string | undefined;
 }
 
 /** `bench:pacing --llama-server` and `--gpu`: the exit code (2, with one line, when the machine
@@ -522,10 +541,13 @@ export async function llamaBenchMain(args: LlamaMainArgs): Promise<number> {
     if (args.json) process.stderr.write(`${line}\n`);
     else console.log(line);
   };
-  if (args.device === 'cpu') spawnSync('taskset', ['-a', '-p', '-c', '1', String(process.pid)], { stdio: 'ignore' });
+  const coreList = (args.cores ?? '0,1').split(',').map(Number);
+  const [engineCore = -1, harnessCore = -1] = coreList;
+  if (coreList.length !== 2 || !coreList.every((c) => Number.isInteger(c) && c >= 0) || engineCore === harnessCore) return fail(`--cores: two different core numbers, the engines' and the harness's, e.g. 0,1 (got ${args.cores})`);
+  if (args.device === 'cpu') spawnSync('taskset', ['-a', '-p', '-c', String(harnessCore), String(process.pid)], { stdio: 'ignore' });
   const model = LLAMA_MODELS[args.device];
   const gpu = args.device === 'gpu' ? gpuDescription() : null;
-  log(`pacing benchmark on llama-server (${server}), ${args.device === 'gpu' ? `GPU: ${gpu}, all layers offloaded` : 'all engines on core 0'}; model E${model.spec.embedding}/L${model.spec.layers}/FF${model.spec.feedForward} ${model.spec.type}${model.sparse ? ' (sparse: zero weights)' : ''}, ${model.requestTokens}-token requests`);
+  log(`pacing benchmark on llama-server (${server}), ${args.device === 'gpu' ? `GPU: ${gpu}, all layers offloaded` : `all engines on core ${engineCore}, the rest on core ${harnessCore}`}; model E${model.spec.embedding}/L${model.spec.layers}/FF${model.spec.feedForward} ${model.spec.type}${model.sparse ? ' (sparse: zero weights)' : ''}, ${model.requestTokens}-token requests`);
   if (args.device === 'gpu' && !builtinCudaInstalled()) log('coop: skipped: the built-in engine\'s CUDA build (node-llama-cpp) is not installed here');
   const started = Date.now();
   const file = args.device === 'gpu' ? 'pacing-gpu.json' : 'pacing-llama-server.json';
@@ -535,7 +557,7 @@ export async function llamaBenchMain(args: LlamaMainArgs): Promise<number> {
     mkdirSync(outDir, { recursive: true });
     writeFileSync(join(outDir, file), `${JSON.stringify(reportOf(results, complete), null, 2)}\n`);
   };
-  const results = await runLlamaBench({ device: args.device, server, modes, scenarios: LLAMA_SCENARIOS.filter((s) => names.includes(s.name)), measureS: args.measureS ?? (args.device === 'gpu' ? 3 : 4), repeat: args.repeat, log, onScenario: (so) => write(so, false) });
+  const results = await runLlamaBench({ device: args.device, server, modes, scenarios: LLAMA_SCENARIOS.filter((s) => names.includes(s.name)), measureS: args.measureS ?? (args.device === 'gpu' ? 3 : 4), repeat: args.repeat, cores: { engine: engineCore, harness: harnessCore }, log, onScenario: (so) => write(so, false) });
   const seconds = round((Date.now() - started) / 1000, 1);
   write(results, true);
   const report = reportOf(results, true);
@@ -543,7 +565,7 @@ export async function llamaBenchMain(args: LlamaMainArgs): Promise<number> {
   else {
     console.log('');
     console.log(llamaTable(results));
-    console.log(`\ntoken split = engine 0's tok/s over engine 1's (the servers' own counts); time split = the same for CPU time of each engine's process tree (CPU only); 2:1:1 pair = engine 2 over engine 1;\nsolo = engine 0 alone before the others start and after they stop; bound = (1 − share)·period; release = from the others' stop until engine 0 is back at 95 % of solo`);
+    console.log(`\ntoken split = engine 0's tok/s over engine 1's (the servers' own counts); time split = the same for CPU time of each engine's process tree (CPU only); 2:1:1 pair = engine 2 over engine 1;\nsolo = engine 0 alone before the others start and after they stop; bound = (1 − share)·period; release = from the others' stop until engine 0 is back at 95 % of solo;\nms/tok in window = per engine, wall ms per token by its place in its own windows (1st: from the window's start), paced modes only`);
     if (args.repeat > 1) console.log(`every figure is the median of ${args.repeat} runs (each run's in the JSON, under "runs")`);
     console.log(`${seconds} s; wrote bench-results/${file}`);
   }

@@ -49,3 +49,48 @@ export const median = (values: readonly number[]): number => {
   return sorted.length % 2 === 1 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
 };
 
+
+/** Wall ms per token by its place in the engine's own windows, medians over the windows. */
+export interface WindowPositionCost {
+  /** From the window's start to the first token that arrives in it: what starting a window costs
+   *  (resuming, cold caches, the rest of a token cut off at the last window's end). */
+  first: number | null;
+  /** From the first token to the second. */
+  second: number | null;
+  /** Between every later pair. */
+  rest: number | null;
+  /** Tokens that arrived in a window, mean. */
+  perWindow: number | null;
+}
+
+/**
+ * How much a token costs by its position in `slot`'s windows between `fromUs` and `toUs`, from
+ * the tokens' arrival times. Inside its window a paced engine has the device to itself, so wall
+ * time there is its cost per token; a first token dearer than the rest is a cost of starting a
+ * window, which a short window pays more often per token. Pure.
+ */
+export function costByWindowPosition(tokens: readonly number[], schedule: { periodUs: number; windows: readonly { slot: number; startUs: number; lengthUs: number }[] }, slot: number, fromUs: number, toUs: number): WindowPositionCost {
+  const window = schedule.windows.find((w) => w.slot === slot);
+  const none = { first: null, second: null, rest: null, perWindow: null };
+  if (window === undefined || schedule.periodUs <= 0) return none;
+  const sorted = [...tokens].sort((a, b) => a - b);
+  const first: number[] = [];
+  const second: number[] = [];
+  const rest: number[] = [];
+  const counts: number[] = [];
+  let i = 0;
+  for (let periodStart = Math.floor(fromUs / schedule.periodUs) * schedule.periodUs; periodStart < toUs; periodStart += schedule.periodUs) {
+    const start = periodStart + window.startUs;
+    const end = start + window.lengthUs;
+    if (start < fromUs || end > toUs) continue;
+    while (i < sorted.length && (sorted[i] ?? 0) < start) i++;
+    const inside: number[] = [];
+    for (let j = i; j < sorted.length && (sorted[j] ?? 0) < end; j++) inside.push(sorted[j] ?? 0);
+    counts.push(inside.length);
+    if (inside.length > 0) first.push(((inside[0] ?? 0) - start) / 1000);
+    if (inside.length > 1) second.push(((inside[1] ?? 0) - (inside[0] ?? 0)) / 1000);
+    for (let k = 2; k < inside.length; k++) rest.push(((inside[k] ?? 0) - (inside[k - 1] ?? 0)) / 1000);
+  }
+  const med = (values: number[]): number | null => (values.length === 0 ? null : round(median(values), 2));
+  return { first: med(first), second: med(second), rest: med(rest), perWindow: counts.length === 0 ? null : round(counts.reduce((a, b) => a + b, 0) / counts.length, 1) };
+}

@@ -133,6 +133,29 @@ describe('gpu-share itself', () => {
     expect((await exitOf(child)).code).toBe(0);
   });
 
+  it("counts an engine that launch runs for the same data folder as managed in plan's breakdown, not as external", async () => {
+    const store = new ProfileStore({ dataDir });
+    store.create({ id: 'held', name: 'held', capabilities: ['chat'], engineKind: 'command', command: process.execPath, args: [BURN_ENGINE, '--mode', 'unaware', '--token-ms', '2', '--duration-s', '30'], contextSize: 1, priority: 'background' });
+    const { child, running } = await launch(['held']);
+    const enginePid = Number(/pid (\d+)/.exec(running)?.[1]);
+    // The device now shows the engine's 3 GiB beside 1 GiB of someone else's.
+    writeFileSync(sim, JSON.stringify({ devices: [{ key: KEY, name: 'Sim 24GB', totalBytes: 24 * GiB, usedBytes: 4 * GiB, processes: [{ pid: enginePid, usedBytes: 3 * GiB }, { pid: 999_999, usedBytes: 1 * GiB }], health: 'OK' }] }));
+    try {
+      const planned = cli(['plan', '--model', model, '--ctx', '256', '--sim', sim, '--data-dir', dataDir, '--json']);
+      const breakdown = (JSON.parse(planned.stdout) as { breakdown: { managedResidentBytes: number; unmanagedExternalBytes: number } }).breakdown;
+      expect(breakdown.managedResidentBytes).toBe(3 * GiB);
+      expect(breakdown.unmanagedExternalBytes).toBe(1 * GiB);
+      // Another data folder knows nothing of it: all of it is external there.
+      const elsewhere = JSON.parse(cli(['plan', '--model', model, '--ctx', '256', '--sim', sim, '--data-dir', join(dir, 'other-data'), '--json']).stdout) as { breakdown: { managedResidentBytes: number; unmanagedExternalBytes: number } };
+      expect(elsewhere.breakdown.managedResidentBytes).toBe(0);
+      expect(elsewhere.breakdown.unmanagedExternalBytes).toBe(4 * GiB);
+    } finally {
+      writeFileSync(sim, JSON.stringify({ devices: [{ key: KEY, name: 'Sim 24GB', totalBytes: 24 * GiB, usedBytes: 1 * GiB, processes: [], health: 'OK' }] }));
+      child.kill('SIGTERM');
+      await exitOf(child);
+    }
+  });
+
   it('prints the plan and exits 4 when the model cannot fit; names a missing profile', () => {
     const full = join(dir, 'full.json');
     writeFileSync(full, JSON.stringify({ devices: [{ key: KEY, name: 'Sim 24GB', totalBytes: 24 * GiB, usedBytes: 23.5 * GiB, processes: [], health: 'OK' }] }));

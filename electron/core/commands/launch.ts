@@ -163,7 +163,7 @@ export async function runLaunch(options: LaunchOptions, io: CommandIo, clock: Cl
       io.err(`gpu-share: ${profile.name} exited while starting (${engine.exitSignal ?? `exit code ${engine.exitCode}`}); last lines:\n  ${engine.lastLines.slice(-10).join('\n  ')}`);
       return 1;
     }
-    writeEngineFile(options.dataDir, { id: engine.id, profileId: profile.id, name: profile.name, kind: profile.engineKind, pid: engine.pid, supervisorPid: process.pid, port: engine.port, gpuKey, startedAt: new Date().toISOString() });
+    writeEngineFile(options.dataDir, { id: engine.id, profileId: profile.id, name: profile.name, kind: profile.engineKind, pid: engine.pid, supervisorPid: process.pid, port: engine.port, gpuKey, startedAt: new Date().toISOString(), priority: spec.priority, weight: spec.weight, peakBytes: spec.peakBytes });
     io.out(`running: ${profile.name} (${profile.engineKind}, pid ${engine.pid}, weight ${spec.weight})${engine.port === null ? '' : ` at http://127.0.0.1:${engine.port}`}; Ctrl-C stops it`);
     const final = await Promise.race([signals.stopped.then(() => supervisor.get(engine.id)), supervisor.whenExited(engine.id)]);
     removeEngineFile(options.dataDir, process.pid, engine.id);

@@ -18,6 +18,8 @@ import { PressureTracker } from '../planner/pressure.js';
 import { snapshotFromSample, usedFraction } from '../planner/snapshot.js';
 import type { PlacementPlan } from '../planner/types.js';
 import { discoverTelemetry } from '../telemetry/discovery.js';
+import { trackEnginePids } from '../telemetry/resident.js';
+import { listEngines, residentsSupervisedElsewhere } from '../engines/engine-files.js';
 import type { CommandIo } from './io.js';
 
 export interface PlanOptions {
@@ -60,11 +62,14 @@ export async function runPlan(options: PlanOptions, io: CommandIo, clock: Clock)
   const { estimate } = peak;
   const { provider, reason } = discoverTelemetry({ simFile: options.simFile, wallUs: () => clock.wallUs() });
   try {
+    // Engines that `launch`, `serve` or the app run for this data folder are ours, not external.
+    trackEnginePids(provider, listEngines(options.dataDir).map((e) => e.pid));
     const samples = provider.sample();
     const sample = options.deviceKey === undefined ? (samples[0] ?? null) : (samples.find((s) => s.key === options.deviceKey) ?? null);
     if (options.deviceKey !== undefined && sample === null) {
       throw new PlanCommandError(`--device: no device ${options.deviceKey}; this machine has ${samples.map((s) => s.key).join(', ') || 'none'}`);
     }
+    const gpuKey = sample?.key ?? options.deviceKey ?? 'cpu-0';
     const pressure = new PressureTracker(POLICY_M10_V1);
     const level = sample === null ? 'NORMAL' : pressure.observe(usedFraction(sample), clock.monoUs());
     const result = plan(
@@ -81,9 +86,9 @@ export async function runPlan(options: PlanOptions, io: CommandIo, clock: Clock)
         weight: options.weight,
         ...(check.ok ? {} : { modelProblem: check.problem }),
       },
-      // A dry-run from the command line knows no managed engines, loads in progress or gateway
-      // line (queue depth 0).
-      { ...snapshotFromSample({ nowUs: clock.wallUs(), node: hostname(), gpuKey: sample?.key ?? options.deviceKey ?? 'cpu-0', sample, pressure: level }), residents: [], leases: [] },
+      // A dry-run from the command line knows the engines other processes run for this data folder
+      // (it cannot stop them), but no loads in progress or gateway line (queue depth 0).
+      { ...snapshotFromSample({ nowUs: clock.wallUs(), node: hostname(), gpuKey, sample, pressure: level }), residents: residentsSupervisedElsewhere(options.dataDir, gpuKey, clock.wallUs()), leases: [] },
       POLICY_M10_V1,
     );
     if (options.json) {

@@ -6,6 +6,8 @@
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { ManagedResident } from '../planner/types.js';
+import type { Priority } from '../planner/policy.js';
 
 export interface EngineStateFile {
   id: string;
@@ -18,6 +20,12 @@ export interface EngineStateFile {
   port: number | null;
   gpuKey: string;
   startedAt: string;
+  /** What the planner needs to count it as managed in another process's dry-run (`plan`); absent in
+   *  files written before they were recorded. */
+  priority?: Priority;
+  weight?: number;
+  /** Its envelope's peak, bytes. */
+  peakBytes?: number;
 }
 
 export const enginesDir = (dataDir: string): string => join(dataDir, 'engines');
@@ -58,4 +66,22 @@ export function listEngines(dataDir: string): EngineStateFile[] {
     }
   }
   return engines.sort((a, b) => a.startedAt.localeCompare(b.startedAt));
+}
+
+/**
+ * The engines that other GPU Share processes (`launch`, `serve`, the app) run for this data folder
+ * on one device, as the planner's managed residents: ours, not external memory. This process cannot
+ * stop them, so a dry-run counts them pinned and busy (never evicted); a file without a recorded
+ * priority, weight or peak (written by an older version) counts as interactive, weight 1, and no
+ * envelope (its memory then counts only where the driver attributes it).
+ */
+export function residentsSupervisedElsewhere(dataDir: string, gpuKey: string, nowUs: number): ManagedResident[] {
+  return listEngines(dataDir)
+    .filter((e) => e.gpuKey === gpuKey && e.supervisorPid !== process.pid)
+    .map((e) => ({ id: e.id, pid: e.pid, priority: e.priority ?? 'interactive', pinned: true, busy: true, idleSinceUs: nowUs, envelopeBytes: e.peakBytes ?? 0, weight: e.weight ?? 1 }));
+}
+
+/** A resident's planner facts as an engine file records them (nothing when it is not known). */
+export function residentFacts(resident: ManagedResident | undefined): Pick<EngineStateFile, 'priority' | 'weight' | 'peakBytes'> {
+  return resident === undefined ? {} : { priority: resident.priority, weight: resident.weight, peakBytes: resident.envelopeBytes };
 }

@@ -7,6 +7,12 @@ import { CpuProvider } from './cpu-provider.js';
 import type { DeviceSample, TelemetryProvider } from './types.js';
 
 export function residentBytesOf(provider: TelemetryProvider, pid: number, runningPids: readonly number[], sampleNow: () => DeviceSample | null): number | null {
-  if (provider instanceof CpuProvider) provider.trackPids([...runningPids, pid]);
+  trackEnginePids(provider, [...runningPids, pid]);
   return sampleNow()?.processes?.find((p) => p.pid === pid)?.usedBytes ?? null;
+}
+
+/** Names the engines whose memory the next sample must attribute (the CPU provider reports only
+ *  those; a GPU's driver reports every process anyway). */
+export function trackEnginePids(provider: TelemetryProvider, pids: readonly number[]): void {
+  if (provider instanceof CpuProvider) provider.trackPids(pids);
 }

@@ -1,0 +1,356 @@
+/**
+ * The built-in engine's HTTP side: who may use its port (loopback Host, JSON bodies, the
+ * per-engine secret), the routes and their methods, reading bodies with a limit, writing JSON and
+ * SSE, and the Host that ties a request to the token loop (builtin-decode.ts) one at a time.
+ * Request and response shapes are builtin-openai.ts's; the Prometheus text is builtin-metrics.ts's.
+ */
+import { randomBytes } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { monotonicUs } from '../clock.js';
+import { hostAllowed, matchToken } from '../api/http.js';
+import { buildPrompt, FifoLock, generate, type AfterStep, type Engine, type FinishReason, type Prompt } from './builtin-decode.js';
+import { formatMetrics, METRICS_CONTENT_TYPE, newDecodeCounters } from './builtin-metrics.js';
+import {
+  completionBody,
+  errorBody,
+  parseChatRequest,
+  parseCompletionRequest,
+  streamChunk,
+  usageChunk,
+  usageOf,
+  type ChatRequest,
+  type Checked,
+  type CompletionRequest,
+  type ResponseMeta,
+  type Usage,
+} from './builtin-openai.js';
+import type { HostLogLevel } from './host-protocol.js';
+
+const MAX_BODY_BYTES = 8 * 1024 * 1024;
+
+export class ShuttingDown extends Error {
+  constructor() {
+    super('the engine is shutting down');
+  }
+}
+
+export const errorText = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
+export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  if (res.headersSent || res.destroyed) return;
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text), ...headers });
+  res.end(text);
+}
+
+
+export function sendError(res: ServerResponse, status: number, code: string, message: string, headers: Record<string, string> = {}): void {
+  sendJson(res, status, errorBody(status, code, message), headers);
+}
+
+class BodyTooLarge extends Error {}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) {
+        reject(new BodyTooLarge(`the body is larger than ${MAX_BODY_BYTES} bytes`));
+        req.destroy();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+    // A client that goes away mid-body may end the request without 'end' or 'error'.
+    req.on('close', () => reject(new Error('the client closed the request before its body ended')));
+  });
+}
+
+/**
+ * Who may use the engine's port: a request must name a loopback Host with this port (a web page
+ * on another name that resolves here — DNS rebinding — is refused), and a request that runs the
+ * model (a POST) must be JSON (a cross-site form or `text/plain` POST is refused) and, when the
+ * supervisor gave the engine a secret, carry it as `Authorization: Bearer SECRET` (the gateway
+ * adds it). Reading /health, /v1/models, /metrics, /props and /gpu/peers needs no secret.
+ */
+export interface HostDoor {
+  /** Host headers allowed (filled in once the port is known). */
+  allowedHosts: ReadonlySet<string>;
+  /** The engine's secret; null: none asked (started by hand). */
+  secret: string | null;
+}
+
+export function doorCheck(req: Pick<IncomingMessage, 'headers' | 'method'>, door: HostDoor): { status: number; code: string; message: string } | null {
+  if (!hostAllowed(req.headers.host, door.allowedHosts)) return { status: 403, code: 'forbidden', message: `Host ${JSON.stringify(req.headers.host ?? '')} is not this engine's loopback address` };
+  if (req.method !== 'POST') return null;
+  const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
+  if (type !== 'application/json') return { status: 415, code: 'unsupported_media_type', message: 'the body must be sent as Content-Type: application/json' };
+  if (door.secret !== null && matchToken(req.headers.authorization, new Map([[door.secret, true]])) === null) {
+    return { status: 401, code: 'invalid_api_key', message: "this engine's port needs its secret (send requests to GPU Share's gateway instead)" };
+  }
+  return null;
+}
+
+const STARTED_S = Math.floor(Date.now() / 1000);
+
+const ROUTES: Record<string, { name: 'health' | 'models' | 'metrics' | 'chat' | 'completion'; method: 'GET' | 'POST' }> = {
+  '/health': { name: 'health', method: 'GET' },
+  '/v1/health': { name: 'health', method: 'GET' },
+  '/v1/models': { name: 'models', method: 'GET' },
+  '/models': { name: 'models', method: 'GET' },
+  '/metrics': { name: 'metrics', method: 'GET' },
+  '/v1/chat/completions': { name: 'chat', method: 'POST' },
+  '/chat/completions': { name: 'chat', method: 'POST' },
+  '/v1/completions': { name: 'completion', method: 'POST' },
+  '/completions': { name: 'completion', method: 'POST' },
+};
+
+/** Writes a generation as SSE chunks while it runs (stream) or as one JSON object at the end. */
+class ResponseWriter {
+  private content = '';
+  private started = false;
+
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly meta: ResponseMeta,
+    private readonly stream: boolean,
+  ) {}
+
+  text(piece: string): void {
+    if (!this.stream) {
+      this.content += piece;
+      return;
+    }
+    this.start();
+    this.event(streamChunk(this.meta, this.meta.kind === 'chat' ? { content: piece } : piece, null));
+  }
+
+  finish(finishReason: FinishReason, usage: Usage, includeUsage: boolean): void {
+    if (this.res.destroyed || this.res.writableEnded) return;
+    if (!this.stream) {
+      sendJson(this.res, 200, completionBody(this.meta, this.content, finishReason, usage));
+      return;
+    }
+    this.start();
+    this.event(streamChunk(this.meta, this.meta.kind === 'chat' ? {} : '', finishReason));
+    if (includeUsage) this.event(usageChunk(this.meta, usage));
+    this.res.write('data: [DONE]\n\n');
+    this.res.end();
+  }
+
+  private start(): void {
+    if (this.started) return;
+    this.started = true;
+    startEventStream(this.res);
+    if (this.meta.kind === 'chat') this.event(streamChunk(this.meta, { role: 'assistant', content: '' }, null));
+  }
+
+  private event(data: unknown): void {
+    writeEvent(this.res, data);
+  }
+}
+
+/** The headers of a server-sent event stream, sent at once (no buffering on the way). */
+function startEventStream(res: ServerResponse): void {
+  res.socket?.setNoDelay(true);
+  res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
+  res.flushHeaders();
+}
+
+function writeEvent(res: ServerResponse, data: unknown): void {
+  if (res.destroyed || res.writableEnded) return;
+  res.write(`data: ${JSON.stringify(data)}\n\n`);
+}
+
+/** What the Host serves, as the flags said. */
+export interface ServedModel {
+  /** The name /v1/models lists and responses carry when the client named none. */
+  alias: string;
+}
+
+export type HostLog = (level: HostLogLevel, message: string) => void;
+
+export class Host {
+  private engine: Engine | null = null;
+  readonly door: HostDoor = { allowedHosts: new Set(), secret: null };
+  private readonly lock = new FifoLock();
+  private readonly inflight = new Set<AbortController>();
+  private readonly counters = newDecodeCounters();
+  private stopping = false;
+  readonly loadAbort = new AbortController();
+  private idle: (() => void) | null = null;
+
+  constructor(
+    private readonly served: ServedModel,
+    private readonly afterStep: AfterStep | null,
+    private readonly log: HostLog,
+  ) {}
+
+  get isStopping(): boolean {
+    return this.stopping;
+  }
+
+  setEngine(engine: Engine): void {
+    this.engine = engine;
+  }
+
+  get ready(): boolean {
+    return this.engine !== null && !this.stopping;
+  }
+
+  /** Stop taking requests: queued ones get 503, in-flight ones finish within graceMs or are aborted. */
+  async drain(graceMs: number): Promise<void> {
+    this.stopping = true;
+    this.loadAbort.abort();
+    this.lock.rejectWaiting(new ShuttingDown());
+    const drained = (): Promise<void> =>
+      this.inflight.size === 0 ? Promise.resolve() : new Promise((resolve) => (this.idle = resolve));
+    const within = (ms: number): Promise<void> => Promise.race([drained(), new Promise<void>((resolve) => setTimeout(resolve, ms))]);
+    if (graceMs > 0) await within(graceMs);
+    for (const controller of this.inflight) controller.abort(new ShuttingDown());
+    await within(1_000);
+  }
+
+  async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = new URL(req.url ?? '/', 'http://host.invalid').pathname;
+    const method = req.method ?? 'GET';
+    const refused = doorCheck(req, this.door);
+    if (refused !== null) {
+      req.resume();
+      sendError(res, refused.status, refused.code, refused.message, refused.status === 401 ? { 'WWW-Authenticate': 'Bearer' } : {});
+      return;
+    }
+    const route = ROUTES[path];
+    if (route === undefined) {
+      sendError(res, 404, 'not_found', `no route for ${method} ${path}`);
+      return;
+    }
+    if (route.method !== method && !(route.method === 'GET' && method === 'HEAD')) {
+      sendError(res, 405, 'method_not_allowed', `${path} takes ${route.method}`, { Allow: route.method });
+      return;
+    }
+    switch (route.name) {
+      case 'health':
+        if (this.engine === null) sendJson(res, 503, { status: 'loading model' });
+        else sendJson(res, 200, { status: 'ok' });
+        return;
+      case 'models':
+        sendJson(res, 200, { object: 'list', data: [{ id: this.served.alias, object: 'model', owned_by: 'gpu-share', created: STARTED_S }] });
+        return;
+      case 'metrics': {
+        const text = formatMetrics({
+          ...this.counters,
+          requestsProcessing: this.lock.busy ? 1 : 0,
+          requestsDeferred: this.lock.waiting,
+        });
+        res.writeHead(200, { 'Content-Type': METRICS_CONTENT_TYPE, 'Content-Length': Buffer.byteLength(text) });
+        res.end(text);
+        return;
+      }
+      case 'chat':
+      case 'completion':
+        await this.generation(route.name, req, res);
+        return;
+    }
+  }
+
+  private async generation(kind: 'chat' | 'completion', req: IncomingMessage, res: ServerResponse): Promise<void> {
+    let raw: string;
+    try {
+      raw = await readBody(req);
+    } catch (error) {
+      if (error instanceof BodyTooLarge) sendError(res, 413, 'invalid_request', error.message, { Connection: 'close' });
+      return;
+    }
+    let body: unknown;
+    try {
+      body = JSON.parse(raw);
+    } catch {
+      sendError(res, 400, 'invalid_request', 'the body is not valid JSON');
+      return;
+    }
+    const parsed: Checked<ChatRequest | CompletionRequest> = kind === 'chat' ? parseChatRequest(body) : parseCompletionRequest(body);
+    if (!parsed.ok) {
+      sendError(res, 400, 'invalid_request', parsed.message);
+      return;
+    }
+    const request = parsed.value;
+    const engine = this.engine;
+    if (this.stopping) {
+      sendError(res, 503, 'unavailable', 'the engine is shutting down');
+      return;
+    }
+    if (engine === null) {
+      sendError(res, 503, 'loading', 'the model is loading');
+      return;
+    }
+    let prompt: Prompt;
+    try {
+      prompt = buildPrompt(engine, request);
+    } catch (error) {
+      sendError(res, 400, 'invalid_request', `the prompt could not be tokenized: ${errorText(error)}`);
+      return;
+    }
+    if (prompt.tokens.length === 0) {
+      sendError(res, 400, 'invalid_request', 'the prompt is empty');
+      return;
+    }
+    if (prompt.tokens.length >= engine.sequence.contextSize) {
+      sendError(res, 400, 'invalid_request', `the prompt is ${prompt.tokens.length} tokens; the context holds ${engine.sequence.contextSize}`);
+      return;
+    }
+
+    const controller = new AbortController();
+    const onClose = (): void => {
+      if (!res.writableEnded) controller.abort(new Error('client disconnected'));
+    };
+    res.on('close', onClose);
+    this.inflight.add(controller);
+    const started = monotonicUs();
+    let release: (() => void) | null = null;
+    try {
+      try {
+        release = await this.lock.acquire(controller.signal);
+      } catch (error) {
+        if (error instanceof ShuttingDown) sendError(res, 503, 'unavailable', 'the engine is shutting down');
+        return; // the client went away while queued
+      }
+      const id = `${kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${randomBytes(12).toString('hex')}`;
+      const created = Math.floor(Date.now() / 1000);
+      // The model as the client named it (the gateway passes its name on), else our alias.
+      const asked = (body as { model?: unknown }).model;
+      const model = typeof asked === 'string' && asked !== '' ? asked.slice(0, 256) : this.served.alias;
+      const stream = new ResponseWriter(res, { kind, id, created, model }, request.stream);
+      const result = await generate(engine, prompt, request, controller.signal, (text) => stream.text(text), { afterStep: this.afterStep, counters: this.counters });
+      const usage = usageOf(result.promptTokens, result.completionTokens);
+      if (result.aborted && controller.signal.reason instanceof ShuttingDown && !request.stream) {
+        sendError(res, 503, 'unavailable', 'the engine is shutting down');
+      } else if (!result.aborted || controller.signal.reason instanceof ShuttingDown) {
+        stream.finish(result.finishReason, usage, request.includeUsage);
+      }
+      const seconds = ((monotonicUs() - started) / 1e6).toFixed(2);
+      const shape = request.kind === 'chat' ? `${request.messages.length} message${request.messages.length === 1 ? '' : 's'}` : `${request.prompt.length} prompt chars`;
+      this.log(
+        'info',
+        `${kind === 'chat' ? 'chat.completions' : 'completions'}: ${shape}, ${result.promptTokens} prompt tokens, ${result.completionTokens} completion tokens, ` +
+          `finish ${result.aborted ? 'aborted' : result.finishReason}, ${request.stream ? 'stream' : 'json'}, ${seconds} s`,
+      );
+    } catch (error) {
+      this.log('error', `${kind === 'chat' ? 'chat.completions' : 'completions'} failed: ${errorText(error)}`);
+      if (!res.headersSent) sendError(res, 500, 'internal_error', errorText(error));
+      else if (!res.writableEnded) {
+        res.write(`data: ${JSON.stringify(errorBody(500, 'internal_error', errorText(error)))}\n\n`);
+        res.end();
+      }
+    } finally {
+      release?.();
+      res.off('close', onClose);
+      this.inflight.delete(controller);
+      if (this.inflight.size === 0) this.idle?.();
+    }
+  }
+}

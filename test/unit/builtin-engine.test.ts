@@ -1,0 +1,253 @@
+/** The built-in engine's pure parts, without starting an engine: request parsing, response and
+ *  chunk shapes, errors, the Prometheus text, the port's door, stop strings, incremental text and
+ *  the FIFO of waiting requests. */
+import { describe, expect, it } from 'vitest';
+import { FifoLock, StopMatcher, TokenTextStream } from '../../electron/core/engines/builtin-decode.js';
+import { doorCheck, type HostDoor } from '../../electron/core/engines/builtin-http.js';
+import { formatMetrics, METRICS_CONTENT_TYPE } from '../../electron/core/engines/builtin-metrics.js';
+import {
+  completionBody,
+  DEFAULT_MAX_TOKENS,
+  DEFAULT_TEMPERATURE,
+  errorBody,
+  parseChatRequest,
+  parseCompletionRequest,
+  streamChunk,
+  usageChunk,
+  usageOf,
+  type ResponseMeta,
+} from '../../electron/core/engines/builtin-openai.js';
+import { allowedHosts } from '../../electron/core/api/http.js';
+
+describe('builtin engine: requests', () => {
+  it('parses a chat body with defaults, roles mapped and text parts joined', () => {
+    const parsed = parseChatRequest({
+      messages: [
+        { role: 'developer', content: 'be brief' },
+        { role: 'user', content: [{ type: 'text', text: 'hel' }, { type: 'text', text: 'lo' }] },
+        { role: 'assistant', content: null },
+      ],
+    });
+    expect(parsed).toEqual({
+      ok: true,
+      value: {
+        kind: 'chat',
+        messages: [
+          { role: 'system', content: 'be brief' },
+          { role: 'user', content: 'hello' },
+          { role: 'assistant', content: '' },
+        ],
+        maxTokens: DEFAULT_MAX_TOKENS,
+        temperature: DEFAULT_TEMPERATURE,
+        topP: null,
+        topK: null,
+        seed: null,
+        stop: [],
+        stream: false,
+        includeUsage: false,
+      },
+    });
+  });
+
+  it('takes max_completion_tokens and n_predict for chat, drops empty stops, reads stream_options', () => {
+    const parsed = parseChatRequest({ messages: [{ role: 'user', content: 'x' }], max_completion_tokens: 7, stop: ['', 'END'], stream: true, stream_options: { include_usage: true }, temperature: 0, top_p: 0.5, top_k: 3, seed: 9 });
+    expect(parsed.ok && parsed.value).toMatchObject({ maxTokens: 7, stop: ['END'], stream: true, includeUsage: true, temperature: 0, topP: 0.5, topK: 3, seed: 9 });
+    const viaLlama = parseChatRequest({ messages: [{ role: 'user', content: 'x' }], n_predict: 5 });
+    expect(viaLlama.ok && viaLlama.value.maxTokens).toBe(5);
+  });
+
+  it('parses a completion body (a string or an array of one string)', () => {
+    expect(parseCompletionRequest({ prompt: 'abc', max_tokens: 4, stop: 'Z' })).toMatchObject({ ok: true, value: { kind: 'completion', prompt: 'abc', maxTokens: 4, stop: ['Z'] } });
+    expect(parseCompletionRequest({ prompt: ['abc'] })).toMatchObject({ ok: true, value: { prompt: 'abc' } });
+  });
+
+  it('refuses bad bodies with a message naming the field', () => {
+    const cases: Array<[unknown, string]> = [
+      [null, 'body'],
+      [[], 'body'],
+      [{ messages: 'hi' }, 'messages'],
+      [{ messages: [] }, 'messages'],
+      [{ messages: [7] }, 'messages[0]'],
+      [{ messages: [{ role: 'tool', content: 'x' }] }, 'messages[0].role'],
+      [{ messages: [{ role: 'user', content: 5 }] }, 'messages[0].content'],
+      [{ messages: [{ role: 'user', content: [{ type: 'image_url' }] }] }, 'messages[0].content'],
+      [{ messages: [{ role: 'user', content: 'x' }], max_tokens: 0 }, 'max_tokens'],
+      [{ messages: [{ role: 'user', content: 'x' }], max_tokens: 'many' }, 'max_tokens'],
+      [{ messages: [{ role: 'user', content: 'x' }], temperature: -1 }, 'temperature'],
+      [{ messages: [{ role: 'user', content: 'x' }], top_p: 2 }, 'top_p'],
+      [{ messages: [{ role: 'user', content: 'x' }], top_k: 1.5 }, 'top_k'],
+      [{ messages: [{ role: 'user', content: 'x' }], seed: 'x' }, 'seed'],
+      [{ messages: [{ role: 'user', content: 'x' }], n: 2 }, 'n'],
+      [{ messages: [{ role: 'user', content: 'x' }], stop: [1] }, 'stop'],
+      [{ messages: [{ role: 'user', content: 'x' }], stop: Array.from({ length: 17 }, (_, i) => `s${i}`) }, 'stop'],
+      [{ messages: [{ role: 'user', content: 'x' }], stream: 'yes' }, 'stream'],
+      [{ messages: [{ role: 'user', content: 'x' }], stream_options: 1 }, 'stream_options'],
+      [{ messages: [{ role: 'user', content: 'x' }], stream_options: { include_usage: 1 } }, 'stream_options.include_usage'],
+    ];
+    for (const [body, field] of cases) {
+      const parsed = parseChatRequest(body);
+      expect(parsed.ok, JSON.stringify(body)).toBe(false);
+      if (!parsed.ok) expect(parsed.message.startsWith(field === 'body' ? 'the body' : field), `${JSON.stringify(body)}: ${parsed.message}`).toBe(true);
+    }
+    for (const body of [{ prompt: 42 }, { prompt: ['a', 'b'] }, {}]) {
+      const parsed = parseCompletionRequest(body);
+      expect(parsed.ok === false && parsed.message.startsWith('prompt'), JSON.stringify(body)).toBe(true);
+    }
+  });
+});
+
+describe('builtin engine: responses', () => {
+  const chat: ResponseMeta = { kind: 'chat', id: 'chatcmpl-1', created: 1_700_000_000, model: 'tiny' };
+  const text: ResponseMeta = { kind: 'completion', id: 'cmpl-1', created: 1_700_000_000, model: 'tiny' };
+  const usage = usageOf(5, 3);
+
+  it('counts usage', () => {
+    expect(usage).toEqual({ prompt_tokens: 5, completion_tokens: 3, total_tokens: 8 });
+  });
+
+  it('shapes whole responses as OpenAI does', () => {
+    expect(completionBody(chat, 'hi', 'stop', usage)).toEqual({
+      id: 'chatcmpl-1',
+      object: 'chat.completion',
+      created: 1_700_000_000,
+      model: 'tiny',
+      choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }],
+      usage,
+    });
+    expect(completionBody(text, 'hi', 'length', usage)).toEqual({
+      id: 'cmpl-1',
+      object: 'text_completion',
+      created: 1_700_000_000,
+      model: 'tiny',
+      choices: [{ index: 0, text: 'hi', logprobs: null, finish_reason: 'length' }],
+      usage,
+    });
+  });
+
+  it('shapes stream chunks and the usage chunk', () => {
+    expect(streamChunk(chat, { content: 'a' }, null)).toEqual({ id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1_700_000_000, model: 'tiny', choices: [{ index: 0, delta: { content: 'a' }, finish_reason: null }] });
+    expect(streamChunk(chat, {}, 'stop')).toMatchObject({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] });
+    expect(streamChunk(text, 'a', null)).toEqual({ id: 'cmpl-1', object: 'text_completion', created: 1_700_000_000, model: 'tiny', choices: [{ index: 0, text: 'a', logprobs: null, finish_reason: null }] });
+    expect(usageChunk(chat, usage)).toEqual({ id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1_700_000_000, model: 'tiny', choices: [], usage });
+  });
+
+  it('shapes errors with the type their status implies', () => {
+    expect(errorBody(400, 'invalid_request', 'bad')).toEqual({ error: { message: 'bad', type: 'invalid_request_error', param: null, code: 'invalid_request' } });
+    expect(errorBody(503, 'loading', 'wait')).toEqual({ error: { message: 'wait', type: 'server_error', param: null, code: 'loading' } });
+  });
+});
+
+describe('builtin engine: metrics', () => {
+  it("writes llama-server's metric names, help and types, and 0 for a value that is not finite", () => {
+    const text = formatMetrics({ promptTokensTotal: 12, promptSecondsTotal: 0.5, tokensPredictedTotal: 30, tokensPredictedSecondsTotal: Number.NaN, decodeTotal: 31, requestsProcessing: 1, requestsDeferred: 2 });
+    expect(text).toBe(
+      [
+        '# HELP llamacpp:prompt_tokens_total Number of prompt tokens processed.',
+        '# TYPE llamacpp:prompt_tokens_total counter',
+        'llamacpp:prompt_tokens_total 12',
+        '# HELP llamacpp:prompt_seconds_total Prompt process time',
+        '# TYPE llamacpp:prompt_seconds_total counter',
+        'llamacpp:prompt_seconds_total 0.5',
+        '# HELP llamacpp:tokens_predicted_total Number of generation tokens processed.',
+        '# TYPE llamacpp:tokens_predicted_total counter',
+        'llamacpp:tokens_predicted_total 30',
+        '# HELP llamacpp:tokens_predicted_seconds_total Predict process time',
+        '# TYPE llamacpp:tokens_predicted_seconds_total counter',
+        'llamacpp:tokens_predicted_seconds_total 0',
+        '# HELP llamacpp:n_decode_total Total number of llama_decode() calls',
+        '# TYPE llamacpp:n_decode_total counter',
+        'llamacpp:n_decode_total 31',
+        '# HELP llamacpp:requests_processing Number of requests processing.',
+        '# TYPE llamacpp:requests_processing gauge',
+        'llamacpp:requests_processing 1',
+        '# HELP llamacpp:requests_deferred Number of requests deferred.',
+        '# TYPE llamacpp:requests_deferred gauge',
+        'llamacpp:requests_deferred 2',
+        '',
+      ].join('\n'),
+    );
+    expect(METRICS_CONTENT_TYPE).toMatch(/^text\/plain; version=0\.0\.4/);
+  });
+});
+
+describe("builtin engine: the port's door", () => {
+  const door: HostDoor = { allowedHosts: allowedHosts(8123), secret: 's3cret' };
+  const req = (method: string, headers: Record<string, string>): { method: string; headers: Record<string, string> } => ({ method, headers });
+  const good = { host: '127.0.0.1:8123', 'content-type': 'application/json; charset=utf-8', authorization: 'Bearer s3cret' };
+
+  it('lets a loopback JSON request with the secret through, and reads without a secret', () => {
+    expect(doorCheck(req('POST', good), door)).toBeNull();
+    expect(doorCheck(req('POST', { ...good, authorization: 'bearer s3cret' }), door)).toBeNull();
+    expect(doorCheck(req('GET', { host: 'localhost:8123' }), door)).toBeNull();
+    expect(doorCheck(req('POST', { host: '[::1]:8123', 'content-type': 'application/json' }), { ...door, secret: null })).toBeNull();
+  });
+
+  it('refuses another Host, another content type and a missing or wrong secret', () => {
+    expect(doorCheck(req('GET', { host: 'attacker.example:8123' }), door)).toMatchObject({ status: 403, code: 'forbidden' });
+    expect(doorCheck(req('GET', { host: '127.0.0.1:9999' }), door)).toMatchObject({ status: 403 });
+    expect(doorCheck(req('GET', {}), door)).toMatchObject({ status: 403 });
+    expect(doorCheck(req('POST', { ...good, 'content-type': 'text/plain' }), door)).toMatchObject({ status: 415, code: 'unsupported_media_type' });
+    const { authorization: _, ...noSecret } = good;
+    expect(doorCheck(req('POST', noSecret), door)).toMatchObject({ status: 401, code: 'invalid_api_key' });
+    expect(doorCheck(req('POST', { ...good, authorization: 'Bearer nope' }), door)).toMatchObject({ status: 401 });
+  });
+});
+
+describe('builtin engine: text', () => {
+  it('holds back what may start a stop string and cuts at the first stop', () => {
+    const stops = new StopMatcher(['</s>', 'STOP']);
+    expect(stops.push('hello <')).toEqual({ text: 'hello ', stopped: false });
+    expect(stops.push('b> ST')).toEqual({ text: '<b> ', stopped: false });
+    expect(stops.push('OP and more')).toEqual({ text: '', stopped: true });
+    const tail = new StopMatcher(['END']);
+    expect(tail.push('almost EN')).toEqual({ text: 'almost ', stopped: false });
+    expect(tail.flush()).toBe('EN');
+  });
+
+  it('holds a token that ends mid-character until the character completes, for at most 4 tokens', () => {
+    const bytes = new Map<number, number[]>([
+      [1, [0x68]],
+      [2, [0xc3]],
+      [3, [0xa9]],
+      [4, [0xf0]],
+    ]);
+    const decode = (tokens: readonly number[]): string => Buffer.from(tokens.flatMap((t) => bytes.get(t) ?? [])).toString('utf8');
+    const stream = new TokenTextStream<number>((pending) => decode(pending));
+    expect(stream.push(1)).toBe('h');
+    expect(stream.push(2)).toBe('');
+    expect(stream.push(3)).toBe('é');
+    expect(stream.push(4)).toBe('');
+    expect(stream.flush()).toBe('\uFFFD');
+    expect(stream.flush()).toBe('');
+  });
+});
+
+describe('builtin engine: the FIFO of waiting requests', () => {
+  it('serves in order, skips one that gave up while queued, and turns the rest away at shutdown', async () => {
+    const lock = new FifoLock();
+    const order: string[] = [];
+    const first = await lock.acquire(new AbortController().signal);
+    expect(lock.busy).toBe(true);
+    const gaveUp = new AbortController();
+    const b = lock.acquire(new AbortController().signal).then((release) => {
+      order.push('b');
+      return release;
+    });
+    const c = lock.acquire(gaveUp.signal).then(
+      () => order.push('c'),
+      () => order.push('c aborted'),
+    );
+    const d = lock.acquire(new AbortController().signal);
+    expect(lock.waiting).toBe(3);
+    gaveUp.abort();
+    await c;
+    expect(lock.waiting).toBe(2);
+    first();
+    const releaseB = await b;
+    expect(order).toEqual(['c aborted', 'b']);
+    lock.rejectWaiting(new Error('shutting down'));
+    await expect(d).rejects.toThrow('shutting down');
+    releaseB();
+    expect(lock.busy).toBe(false);
+  });
+});
