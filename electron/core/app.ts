@@ -12,7 +12,8 @@ import {
   badField,
   CONTRACT_VERSION,
   defaultContextSize,
-  requireString,
+  MODEL_PATH,
+  parseInput,
   type EstimateOptions,
   type ProfileFailure,
   type AppEvent,
@@ -314,7 +315,7 @@ class GpuShareCore implements Core {
   }
 
   async estimateModel(modelPath: string, options: EstimateOptions = {}): Promise<ModelEstimateView> {
-    requireString(modelPath, 'modelPath');
+    parseInput(MODEL_PATH, modelPath, 'modelPath');
     // Only model files: the path comes from a form, and nothing else is opened or described.
     if (!modelPath.toLowerCase().endsWith('.gguf')) throw badField('modelPath', 'must name a .gguf model file');
     const check = await inspectModelFile(modelPath);
