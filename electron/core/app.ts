@@ -43,6 +43,7 @@ import { buildSchedule, stallBoundUs } from './pacer/schedule.js';
 import { parseServerMetrics } from './pacer/metrics-activity.js';
 import { EnvelopeStore } from './planner/envelopes.js';
 import { modelPeak } from './planner/estimate.js';
+import { memoryNeeds } from './planner/memory.js';
 import { PlanHistory } from './planner/history.js';
 import { LeaseBook } from './planner/leases.js';
 import { dynamicReserveBytes, POLICY_M10_V1, type PlannerPolicy } from './planner/policy.js';
@@ -333,6 +334,7 @@ class GpuShareCore implements Core {
       contextBytes: peak.estimate?.contextBytes ?? null,
       peakBytes: peak.peakBytes,
       peakSource: peak.peakSource,
+      memory: memoryNeeds(peak, contextSize, this.policy),
     };
   }
 

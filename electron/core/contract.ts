@@ -11,10 +11,11 @@ import type { EngineKind, Priority } from './engines/profiles.js';
 import type { Profile, ProfileInput, ProfilePatch } from './engines/profiles.js';
 import type { EngineState } from './engines/supervisor.js';
 import type { PlacementPlan, Verdict } from './planner/types.js';
+import type { MemoryNeeds } from './planner/memory.js';
 import type { PressureLevel } from './planner/policy.js';
 import type { DeviceHealth, TelemetrySource } from './telemetry/types.js';
 
-export type { EngineKind, EngineState, PlacementPlan, PressureLevel, Priority, Profile, ProfileInput, ProfilePatch, Verdict };
+export type { EngineKind, EngineState, MemoryNeeds, PlacementPlan, PressureLevel, Priority, Profile, ProfileInput, ProfilePatch, Verdict };
 
 export const CONTRACT_VERSION = 1;
 
@@ -185,6 +186,9 @@ export interface ModelEstimateView {
   contextBytes: number | null;
   peakBytes: number;
   peakSource: 'MEASURED' | 'ESTIMATED';
+  /** The same figures as the planner counts them: weights, KV cache at `contextSize`, compute
+   *  buffers, margin and the requirement (a plan's `memory` for the same model and context). */
+  memory: MemoryNeeds;
 }
 
 /**
