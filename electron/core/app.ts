@@ -12,7 +12,8 @@ import {
   badField,
   CONTRACT_VERSION,
   defaultContextSize,
-  requireString,
+  MODEL_PATH,
+  parseInput,
   type EstimateOptions,
   type ProfileFailure,
   type AppEvent,
@@ -42,6 +43,7 @@ import { buildSchedule, stallBoundUs } from './pacer/schedule.js';
 import { parseServerMetrics } from './pacer/metrics-activity.js';
 import { EnvelopeStore } from './planner/envelopes.js';
 import { modelPeak } from './planner/estimate.js';
+import { memoryNeeds } from './planner/memory.js';
 import { PlanHistory } from './planner/history.js';
 import { LeaseBook } from './planner/leases.js';
 import { dynamicReserveBytes, POLICY_M10_V1, type PlannerPolicy } from './planner/policy.js';
@@ -313,7 +315,7 @@ class GpuShareCore implements Core {
   }
 
   async estimateModel(modelPath: string, options: EstimateOptions = {}): Promise<ModelEstimateView> {
-    requireString(modelPath, 'modelPath');
+    parseInput(MODEL_PATH, modelPath, 'modelPath');
     // Only model files: the path comes from a form, and nothing else is opened or described.
     if (!modelPath.toLowerCase().endsWith('.gguf')) throw badField('modelPath', 'must name a .gguf model file');
     const check = await inspectModelFile(modelPath);
@@ -332,6 +334,7 @@ class GpuShareCore implements Core {
       contextBytes: peak.estimate?.contextBytes ?? null,
       peakBytes: peak.peakBytes,
       peakSource: peak.peakSource,
+      memory: memoryNeeds(peak, contextSize, this.policy),
     };
   }
 

@@ -1,18 +1,21 @@
 /**
  * The one contract between the core and whoever shows it: the Electron preload (over IPC), the
  * browser bridge (over HTTP + server-sent events) and the renderer. Types only, plus the channel
- * and route names and the payload checks both transports run: nothing here imports Node, Electron
- * or the DOM, so every side compiles against the same file.
+ * and route names and the payload schemas both transports run: nothing here imports Node, Electron
+ * or the DOM (valibot is plain functions), so every side compiles against the same file.
  */
+import * as v from 'valibot';
 import { MAX_WEIGHT, MIN_WEIGHT } from './registry/codec.js';
+import { describeValue, examine, got, isRecord, pathText, strictRecord } from './schema.js';
 import type { EngineKind, Priority } from './engines/profiles.js';
 import type { Profile, ProfileInput, ProfilePatch } from './engines/profiles.js';
 import type { EngineState } from './engines/supervisor.js';
 import type { PlacementPlan, Verdict } from './planner/types.js';
+import type { MemoryNeeds } from './planner/memory.js';
 import type { PressureLevel } from './planner/policy.js';
 import type { DeviceHealth, TelemetrySource } from './telemetry/types.js';
 
-export type { EngineKind, EngineState, PlacementPlan, PressureLevel, Priority, Profile, ProfileInput, ProfilePatch, Verdict };
+export type { EngineKind, EngineState, MemoryNeeds, PlacementPlan, PressureLevel, Priority, Profile, ProfileInput, ProfilePatch, Verdict };
 
 export const CONTRACT_VERSION = 1;
 
@@ -155,39 +158,17 @@ export type AppEvent =
 export type AppEventType = AppEvent['type'];
 export const APP_EVENT_TYPES: readonly AppEventType[] = ['state', 'engine', 'progress', 'log', 'plan', 'aged-out', 'pacer'];
 
-export interface LaunchRequest {
-  profileId: string;
-}
-
 export interface LaunchOutcome {
   plan: PlacementPlan;
   /** The engine, loading, when the plan admitted it; null otherwise. */
   engine: EngineView | null;
 }
 
-export interface PolicyPatch {
-  labPaused?: boolean;
-  draining?: boolean;
-  idleUnloadMinutes?: number | null;
-}
-
-/** The KV cache element types llama.cpp takes (--cache-type-k/-v); f16 is its default. */
-export type KvCacheType = 'f32' | 'f16' | 'bf16' | 'q8_0' | 'q4_0' | 'q4_1' | 'iq4_nl' | 'q5_0' | 'q5_1';
-/** Each KV cache type's ggml type number (ggml.h), for the estimator. */
-export const KV_CACHE_GGML_TYPE: Readonly<Record<KvCacheType, number>> = { f32: 0, f16: 1, q4_0: 2, q4_1: 3, q5_0: 6, q5_1: 7, q8_0: 8, iq4_nl: 20, bf16: 30 };
-export const KV_CACHE_TYPES = Object.keys(KV_CACHE_GGML_TYPE) as KvCacheType[];
-
 /** The context a new profile, `plan` and `launch --model` use unless told otherwise: the model's
  *  trained context, capped (a 128k-token context would ask for tens of GiB of KV cache). */
 export const DEFAULT_CONTEXT_CAP = 8192;
 export function defaultContextSize(trainContextSize: number | null): number {
   return trainContextSize === null || trainContextSize <= 0 ? DEFAULT_CONTEXT_CAP : Math.min(trainContextSize, DEFAULT_CONTEXT_CAP);
-}
-
-export interface EstimateOptions {
-  /** Tokens; the model's default context (defaultContextSize) when absent. */
-  contextSize?: number;
-  kvCacheType?: KvCacheType;
 }
 
 export interface ModelEstimateView {
@@ -205,6 +186,9 @@ export interface ModelEstimateView {
   contextBytes: number | null;
   peakBytes: number;
   peakSource: 'MEASURED' | 'ESTIMATED';
+  /** The same figures as the planner counts them: weights, KV cache at `contextSize`, compute
+   *  buffers, margin and the requirement (a plan's `memory` for the same model and context). */
+  memory: MemoryNeeds;
 }
 
 /**
@@ -373,26 +357,8 @@ export const DASHBOARD_CSP = [
 export const DEFAULT_API_PORT = 7787;
 
 // ---------------------------------------------------------------------------------------------
-// Argument checks, run by the core for every transport (IPC arguments are untrusted as well).
-
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
-/** A value as an error message shows it: `"text"`, 42, null, nothing, an array, a boolean. */
-export const describeValue = (value: unknown): string => (value === undefined ? 'nothing' : value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value === 'string' ? `"${value.slice(0, 40)}"` : typeof value === 'number' ? String(value) : `a ${typeof value}`);
-
-export function badField(field: string, message: string): ApiError {
-  return new ApiError('BAD_REQUEST', `${field}: ${message}`, { field });
-}
-
-export function requireRecord(value: unknown, field: string): Record<string, unknown> {
-  if (!isRecord(value)) throw badField(field, `must be an object, got ${describeValue(value)}`);
-  return value;
-}
-
-export function requireString(value: unknown, field: string, maxLength = 4096): string {
-  if (typeof value !== 'string' || value.length === 0) throw badField(field, `must be a non-empty string, got ${describeValue(value)}`);
-  if (value.length > maxLength) throw badField(field, `must be at most ${maxLength} characters`);
-  return value;
-}
+// Argument and body schemas, run by the core for every transport (IPC arguments are untrusted as
+// well). What needs the world (a model file, a profile's existence) is checked in code after them.
 
 /** The weights the API takes: the registry's range. */
 export const WEIGHT_MIN = MIN_WEIGHT;
@@ -400,72 +366,77 @@ export const WEIGHT_MAX = MAX_WEIGHT;
 /** The weights people pick: marked on the dashboard's slider, offered by the tray. */
 export const WEIGHT_PRESETS: readonly number[] = [0.25, 0.5, 1, 2, 4];
 
-export function requireWeight(value: unknown, field = 'weight'): number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < WEIGHT_MIN || value > WEIGHT_MAX) {
-    throw badField(field, `must be a number from ${WEIGHT_MIN} to ${WEIGHT_MAX}, got ${describeValue(value)}`);
-  }
-  return value;
+export function badField(field: string, message: string): ApiError {
+  return new ApiError('BAD_REQUEST', `${field}: ${message}`, { field });
 }
 
-export function requireProfileId(value: unknown): string {
-  return requireString(value, 'id', 40);
+/** The value `schema` makes of an argument or body; else BAD_REQUEST naming the offending path
+ *  (`root` when the value itself is wrong: `body`, `id`, `options`). */
+export function parseInput<TSchema extends v.GenericSchema>(schema: TSchema, value: unknown, root = 'body'): v.InferOutput<TSchema> {
+  const checked = examine(schema, value);
+  if (checked.ok) return checked.value;
+  throw badField(checked.problem.keys.length === 0 ? root : pathText('', checked.problem.keys), checked.problem.message);
 }
 
-export function requireBoolean(value: unknown, field: string): boolean {
-  if (typeof value !== 'boolean') throw badField(field, `must be true or false, got ${describeValue(value)}`);
-  return value;
-}
+const unknownField = (known: string) => (): string => `unknown field (${known})`;
 
-export function requireEngineId(value: unknown): string {
-  const id = requireString(value, 'id', 80);
-  if (!/^[a-z0-9-]+$/.test(id)) throw badField('id', `not an engine id: ${describeValue(value)}`);
-  return id;
-}
+const text = (maxLength: number) =>
+  v.pipe(v.string(got('must be a non-empty string')), v.minLength(1, got('must be a non-empty string')), v.maxLength(maxLength, `must be at most ${maxLength} characters`));
+const wholeNumber = (min: number, max: number, what: string) => {
+  const message = got(`must be ${what}`);
+  return v.pipe(v.number(message), v.integer(message), v.minValue(min, message), v.maxValue(max, message));
+};
+const trueOrFalse = v.boolean(got('must be true or false'));
 
-export function parseLaunchRequest(value: unknown): LaunchRequest {
-  const body = requireRecord(value, 'body');
-  return { profileId: requireString(body['profileId'], 'profileId', 40) };
-}
+export const PROFILE_ID = text(40);
+export const ENGINE_ID = v.pipe(text(80), v.regex(/^[a-z0-9-]+$/, (issue) => `not an engine id: ${describeValue(issue.input)}`));
+export const MODEL_PATH = text(4096);
+export const WEIGHT = v.pipe(
+  v.number(got(`must be a number from ${WEIGHT_MIN} to ${WEIGHT_MAX}`)),
+  v.finite(got(`must be a number from ${WEIGHT_MIN} to ${WEIGHT_MAX}`)),
+  v.minValue(WEIGHT_MIN, got(`must be a number from ${WEIGHT_MIN} to ${WEIGHT_MAX}`)),
+  v.maxValue(WEIGHT_MAX, got(`must be a number from ${WEIGHT_MIN} to ${WEIGHT_MAX}`)),
+);
+export const ENABLED = trueOrFalse;
+/** A profile body before the core checks it in depth (against the profile schema). */
+export const OBJECT_BODY = v.custom<Record<string, unknown>>(isRecord, got('must be an object'));
 
-/** The estimate's options (IPC's second argument; the HTTP body beside `modelPath`). */
-export function parseEstimateOptions(value: unknown, allowed: readonly string[] = ['contextSize', 'kvCacheType']): EstimateOptions {
-  if (value === undefined || value === null) return {};
-  const body = requireRecord(value, 'options');
-  for (const key of Object.keys(body)) {
-    if (!allowed.includes(key)) throw badField(key, `unknown field (${allowed.join(', ')})`);
-  }
-  const request: EstimateOptions = {};
-  const context = body['contextSize'];
-  if (context !== undefined && context !== null) {
-    if (typeof context !== 'number' || !Number.isInteger(context) || context < 1 || context > 10_000_000) throw badField('contextSize', `must be a whole number of tokens from 1 to 10000000, got ${describeValue(context)}`);
-    request.contextSize = context;
-  }
-  const kv = body['kvCacheType'];
-  if (kv !== undefined && kv !== null) {
-    if (typeof kv !== 'string' || !(KV_CACHE_TYPES as readonly string[]).includes(kv)) throw badField('kvCacheType', `must be one of ${KV_CACHE_TYPES.join(', ')}, got ${describeValue(kv)}`);
-    request.kvCacheType = kv as KvCacheType;
-  }
-  return request;
-}
+/** `POST /api/plan`, `POST /api/engines`. Unknown fields are refused (a misspelt one would be
+ *  ignored otherwise), here as in every body. */
+export const LAUNCH_REQUEST = strictRecord({ profileId: PROFILE_ID }, 'an object', unknownField('profileId'));
+export type LaunchRequest = v.InferOutput<typeof LAUNCH_REQUEST>;
 
-export function parsePolicyPatch(value: unknown): PolicyPatch {
-  const body = requireRecord(value, 'body');
-  const patch: PolicyPatch = {};
-  for (const key of Object.keys(body)) {
-    if (key !== 'labPaused' && key !== 'draining' && key !== 'idleUnloadMinutes') throw badField(key, 'unknown field (labPaused, draining, idleUnloadMinutes)');
-  }
-  for (const key of ['labPaused', 'draining'] as const) {
-    if (body[key] !== undefined) patch[key] = requireBoolean(body[key], key);
-  }
-  const minutes = body['idleUnloadMinutes'];
-  if (minutes !== undefined) {
-    if (minutes !== null && (typeof minutes !== 'number' || !Number.isInteger(minutes) || minutes < 0 || minutes > 100_000)) {
-      throw badField('idleUnloadMinutes', `must be a whole number of minutes (0–100000) or null, got ${describeValue(minutes)}`);
-    }
-    patch.idleUnloadMinutes = minutes;
-  }
-  return patch;
-}
+/** `PUT /api/engines/:id/weight`. */
+export const WEIGHT_REQUEST = strictRecord({ weight: WEIGHT }, 'an object', unknownField('weight'));
+
+/** The KV cache element types llama.cpp takes (--cache-type-k/-v); f16 is its default. */
+export type KvCacheType = 'f32' | 'f16' | 'bf16' | 'q8_0' | 'q4_0' | 'q4_1' | 'iq4_nl' | 'q5_0' | 'q5_1';
+/** Each KV cache type's ggml type number (ggml.h), for the estimator. */
+export const KV_CACHE_GGML_TYPE: Readonly<Record<KvCacheType, number>> = { f32: 0, f16: 1, q4_0: 2, q4_1: 3, q5_0: 6, q5_1: 7, q8_0: 8, iq4_nl: 20, bf16: 30 };
+export const KV_CACHE_TYPES = Object.keys(KV_CACHE_GGML_TYPE) as KvCacheType[];
+
+const ESTIMATE_OPTION_FIELDS = {
+  /** Tokens; the model's default context (defaultContextSize) when absent. */
+  contextSize: v.nullish(wholeNumber(1, 10_000_000, 'a whole number of tokens from 1 to 10000000')),
+  kvCacheType: v.nullish(v.picklist(KV_CACHE_TYPES, got(`must be one of ${KV_CACHE_TYPES.join(', ')}`))),
+};
+/** The estimate's options (IPC's second argument). */
+export const ESTIMATE_OPTIONS = strictRecord(ESTIMATE_OPTION_FIELDS, 'an object', unknownField('contextSize, kvCacheType'));
+export type EstimateOptions = v.InferOutput<typeof ESTIMATE_OPTIONS>;
+/** `POST /api/estimate`: the model file and the options beside it. */
+export const ESTIMATE_REQUEST = strictRecord({ modelPath: MODEL_PATH, ...ESTIMATE_OPTION_FIELDS }, 'an object', unknownField('modelPath, contextSize, kvCacheType'));
+
+/** `PUT /api/policy`: the fields to change. */
+export const POLICY_PATCH = strictRecord(
+  {
+    labPaused: v.optional(trueOrFalse),
+    draining: v.optional(trueOrFalse),
+    idleUnloadMinutes: v.optional(v.nullable(wholeNumber(0, 100_000, 'a whole number of minutes (0–100000) or null'))),
+  },
+  'an object',
+  unknownField('labPaused, draining, idleUnloadMinutes'),
+);
+export type PolicyPatch = v.InferOutput<typeof POLICY_PATCH>;
 
 // ---------------------------------------------------------------------------------------------
 // What only the desktop shell can do (absent in a browser): exposed by the preload beside the API.

@@ -7,15 +7,16 @@
 import {
   ApiError,
   badField,
-  parseEstimateOptions,
-  parseLaunchRequest,
-  parsePolicyPatch,
-  requireBoolean,
-  requireEngineId,
-  requireProfileId,
-  requireRecord,
-  requireString,
-  requireWeight,
+  ENABLED,
+  ENGINE_ID,
+  ESTIMATE_OPTIONS,
+  LAUNCH_REQUEST,
+  MODEL_PATH,
+  OBJECT_BODY,
+  parseInput,
+  POLICY_PATCH,
+  PROFILE_ID,
+  WEIGHT,
   type ApiErrorBody,
   type ApiMethod,
   type GpuShareApi,
@@ -87,7 +88,7 @@ export function callApi(api: Omit<GpuShareApi, 'subscribe'>, method: ApiMethod, 
       return api.getState();
     case 'plan': {
       takeArguments(method, args, 1);
-      const request = parseLaunchRequest(args[0]);
+      const request = parseInput(LAUNCH_REQUEST, args[0]);
       return api.plan(request).then((plan) => {
         onPlan(request.profileId, plan.verdict);
         return plan;
@@ -95,7 +96,7 @@ export function callApi(api: Omit<GpuShareApi, 'subscribe'>, method: ApiMethod, 
     }
     case 'launch': {
       takeArguments(method, args, 1);
-      const request = parseLaunchRequest(args[0]);
+      const request = parseInput(LAUNCH_REQUEST, args[0]);
       return api.launch(request).then((outcome) => {
         onPlan(request.profileId, outcome.plan.verdict);
         return outcome;
@@ -103,31 +104,31 @@ export function callApi(api: Omit<GpuShareApi, 'subscribe'>, method: ApiMethod, 
     }
     case 'stopEngine':
       takeArguments(method, args, 1);
-      return api.stopEngine(requireEngineId(args[0]));
+      return api.stopEngine(parseInput(ENGINE_ID, args[0], 'id'));
     case 'killEngine':
       takeArguments(method, args, 1);
-      return api.killEngine(requireEngineId(args[0]));
+      return api.killEngine(parseInput(ENGINE_ID, args[0], 'id'));
     case 'setWeight':
       takeArguments(method, args, 2);
-      return api.setWeight(requireEngineId(args[0]), requireWeight(args[1]));
+      return api.setWeight(parseInput(ENGINE_ID, args[0], 'id'), parseInput(WEIGHT, args[1], 'weight'));
     case 'listProfiles':
       takeArguments(method, args, 0);
       return api.listProfiles();
     case 'createProfile':
       takeArguments(method, args, 1);
-      return api.createProfile(requireRecord(args[0], 'body') as ProfileInput);
+      return api.createProfile(parseInput(OBJECT_BODY, args[0]) as ProfileInput);
     case 'updateProfile':
       takeArguments(method, args, 2);
-      return api.updateProfile(requireProfileId(args[0]), requireRecord(args[1], 'body') as ProfilePatch);
+      return api.updateProfile(parseInput(PROFILE_ID, args[0], 'id'), parseInput(OBJECT_BODY, args[1]) as ProfilePatch);
     case 'deleteProfile':
       takeArguments(method, args, 1);
-      return api.deleteProfile(requireProfileId(args[0]));
+      return api.deleteProfile(parseInput(PROFILE_ID, args[0], 'id'));
     case 'estimateModel':
       if (args.length !== 2) takeArguments(method, args, 1);
-      return api.estimateModel(requireString(args[0], 'modelPath'), parseEstimateOptions(args[1]));
+      return api.estimateModel(parseInput(MODEL_PATH, args[0], 'modelPath'), parseInput(ESTIMATE_OPTIONS, args[1] ?? {}, 'options'));
     case 'setPolicy':
       takeArguments(method, args, 1);
-      return api.setPolicy(parsePolicyPatch(args[0]));
+      return api.setPolicy(parseInput(POLICY_PATCH, args[0]));
     case 'listPlans':
       takeArguments(method, args, 0);
       return api.listPlans();
@@ -147,7 +148,7 @@ export function callShell(shell: ShellExtras, method: ShellMethod, args: readonl
       return shell.getLaunchAtLogin();
     case 'setLaunchAtLogin': {
       takeArguments(method, args, 1);
-      return shell.setLaunchAtLogin(requireBoolean(args[0], 'enabled'));
+      return shell.setLaunchAtLogin(parseInput(ENABLED, args[0], 'enabled'));
     }
   }
 }

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AppState, LaunchOutcome, PeerRow } from '../../electron/core/contract.js';
+import type { AppState, LaunchOutcome, ModelEstimateView, PeerRow, PlacementPlan } from '../../electron/core/contract.js';
 import { GiB } from '../../electron/core/planner/policy.js';
 import { TINY_GGUF_SPEC, writeGguf } from '../../test/fixtures/gguf.js';
 import { BURN_ENGINE, CLI } from '../../test/fixtures/procs.js';
@@ -56,6 +56,16 @@ const device = async (): Promise<AppState['devices'][number]> => {
 };
 
 const peerNamed = async (name: string): Promise<PeerRow | undefined> => (await device()).peers.find((p) => p.name === name);
+
+/** The memory breakdown inside a part of the page: its rows' labels, their bytes added up, and
+ *  the requirement it shows; waits for it to appear. */
+async function breakdownIn(scope: ReturnType<Page['locator']>): Promise<{ labels: string[]; sum: number; requirement: number }> {
+  const breakdown = scope.getByTestId('memory-breakdown');
+  await breakdown.waitFor({ timeout: 10_000 });
+  const rows = await breakdown.getByTestId('memory-part').evaluateAll((items) => items.map((item) => ({ label: item.querySelector('.label')?.textContent ?? '', bytes: item.getAttribute('data-bytes') })));
+  const requirement = Number(await breakdown.getByTestId('memory-requirement').getAttribute('data-bytes'));
+  return { labels: rows.map((r) => r.label.trim()), sum: rows.reduce((sum, r) => sum + (r.bytes === null ? 0 : Number(r.bytes)), 0), requirement };
+}
 
 async function launchBurner(id: string, weight: number): Promise<void> {
   const profile = { id, name: id, capabilities: [id], engineKind: 'command', command: process.execPath, args: [BURN_ENGINE, '--mode', 'unaware', '--duration-s', '120'], contextSize: 256, priority: 'background', weight };
@@ -124,13 +134,16 @@ describe.skipIf(missing.length > 0)(`dashboard in Chromium against gpu-share ser
 
   it('adds a model with its estimate, shows the plan, launches it and follows it to running', async () => {
     const modelPath = join(dir, 'tiny.gguf');
-    const expected = await call<{ peakBytes: number }>(server(), 'POST', '/api/estimate', { modelPath });
+    const expected = await call<ModelEstimateView>(server(), 'POST', '/api/estimate', { modelPath });
     await page.getByTestId('nav-models').click();
     await page.getByTestId('add-model-open').click();
     await page.getByTestId('model-path').fill(modelPath);
     await page.getByTestId('model-path').blur();
-    await expect.poll(() => page.getByTestId('model-estimate').textContent(), { timeout: 10_000 }).toContain('needs about');
-    expect(await page.getByTestId('model-estimate').textContent()).toContain(`${(expected.body.peakBytes / GiB).toFixed(2)} GiB`);
+    // The estimate as a labelled breakdown whose parts add up to the requirement the planner uses.
+    const added = await breakdownIn(page.getByTestId('model-estimate'));
+    expect(added.labels).toEqual(['weights', `KV cache at ${expected.body.contextSize.toLocaleString('en-US')} tokens`, 'compute buffers', 'margin']);
+    expect(added.sum).toBe(added.requirement);
+    expect(added.requirement).toBe(expected.body.memory.requirementBytes);
     expect(await page.getByTestId('model-name').inputValue()).toBe('tiny');
     await page.locator('#add-contextSize').fill('256');
     await page.getByTestId('save-model').click();
@@ -142,6 +155,14 @@ describe.skipIf(missing.length > 0)(`dashboard in Chromium against gpu-share ser
     await page.getByTestId('plan-verdict').waitFor({ timeout: 10_000 });
     expect(await page.getByTestId('plan-verdict').textContent()).toBe('fits');
     expect(await page.getByTestId('plan-headline').textContent()).toMatch(/^ADMIT: needs [\d.]+ (GiB|MiB), [\d.]+ GiB schedulable/);
+    // The same breakdown in the Launch dialog, at the profile's context, summing to the plan's requirement.
+    const planned = (await call<PlacementPlan>(server(), 'POST', '/api/plan', { profileId: 'tiny' })).body;
+    const launching = await breakdownIn(page.getByTestId('plan-dialog'));
+    expect(launching.labels).toEqual(['weights', 'KV cache at 256 tokens', 'compute buffers', 'margin']);
+    expect(launching.sum).toBe(launching.requirement);
+    expect(launching.requirement).toBe(planned.breakdown.requirementBytes);
+    // And on the model's card, in one line.
+    await expect.poll(() => card.getByTestId('memory-requirement').getAttribute('data-bytes'), { timeout: 10_000 }).toBe(String(planned.breakdown.requirementBytes));
     // Nothing starts from the preview.
     expect((await state(server())).engines.filter((e) => e.profileId === 'tiny')).toEqual([]);
     await page.getByTestId('confirm-launch').click();

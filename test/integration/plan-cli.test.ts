@@ -5,6 +5,7 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GiB } from '../../electron/core/planner/policy.js';
+import type { PlacementPlan } from '../../electron/core/planner/types.js';
 import { TINY_GGUF_SPEC, writeGguf } from '../fixtures/gguf.js';
 import { CLI } from '../fixtures/procs.js';
 
@@ -46,6 +47,29 @@ describe('gpu-share plan', () => {
     expect(p.breakdown['unmanagedExternalBytes']).toBe(2 * GiB);
     expect(p.breakdown['reserveBytes']).toBe(Math.round(0.05 * 24 * GiB));
     expect(p.breakdown['schedulableBytes']).toBe(24 * GiB - 2 * GiB - Math.round(0.05 * 24 * GiB));
+  });
+
+  it('shows what the model needs, part by part, adding up to the requirement it was planned with (text and --json)', () => {
+    const file = sim('needs', [device(2 * GiB)]);
+    const json = JSON.parse(plan(['--model', model, '--ctx', '256', '--sim', file, '--json']).stdout) as PlacementPlan;
+    const m = json.memory;
+    expect(m.contextSize).toBe(256);
+    expect(m.peakSource).toBe('ESTIMATED');
+    for (const part of [m.weightsBytes, m.kvCacheBytes, m.computeBytes]) expect(part).toBeGreaterThan(0);
+    expect((m.weightsBytes ?? 0) + (m.kvCacheBytes ?? 0) + (m.computeBytes ?? 0)).toBe(m.peakBytes);
+    expect(m.peakBytes + m.marginBytes).toBe(m.requirementBytes);
+    expect(m.peakBytes).toBe(json.request.peakBytes);
+    expect(m.requirementBytes).toBe(json.breakdown.requirementBytes);
+    // Twice the context: twice the KV cache, the same weights.
+    const doubled = (JSON.parse(plan(['--model', model, '--ctx', '512', '--sim', file, '--json']).stdout) as PlacementPlan).memory;
+    expect(doubled.weightsBytes).toBe(m.weightsBytes);
+    expect(doubled.kvCacheBytes).toBe(2 * (m.kvCacheBytes ?? 0));
+    const text = plan(['--model', model, '--ctx', '256', '--sim', file]).stdout;
+    expect(text).toContain('memory needs (estimated from the model file):');
+    for (const [label, bytes] of [['weights', m.weightsBytes], ['KV cache (256 tok)', m.kvCacheBytes], ['compute buffers', m.computeBytes], ['+ margin', m.marginBytes], ['= requirement', m.requirementBytes]] as const) {
+      expect(text).toContain(`  ${label.padEnd(22)} `);
+      expect(text).toMatch(new RegExp(`${label.replace(/[()+=]/g, '\\$&')}\\s+\\S+ \\S+\\s+\\(${bytes} B\\)`));
+    }
   });
 
   it('prints a readable breakdown and exits 4 when the device is full of someone else’s memory', () => {

@@ -6,8 +6,10 @@
  */
 import { createHash } from 'node:crypto';
 import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
-import { ApiError, badField, describeValue, requireRecord, type AppEvent, type EngineKind, type EngineView, type Profile } from '../contract.js';
+import * as v from 'valibot';
+import { ApiError, badField, parseInput, type AppEvent, type EngineKind, type EngineView, type Profile } from '../contract.js';
 import type { Core } from '../app-types.js';
+import { got, openRecord } from '../schema.js';
 import { explainReason } from '../planner/describe.js';
 import type { Priority } from '../planner/policy.js';
 import type { PlacementPlan } from '../planner/types.js';
@@ -65,56 +67,63 @@ const UNSUPPORTED_PARAMETERS: readonly { name: string; inert: (value: unknown) =
   { name: 'frequency_penalty', inert: (v) => v === undefined || v === null || v === 0 },
 ];
 
-function optionalNumber(body: Record<string, unknown>, field: string, min: number, max: number, integer: boolean): void {
-  const value = body[field];
-  if (value === undefined || value === null) return;
-  if (typeof value !== 'number' || !Number.isFinite(value) || (integer && !Number.isInteger(value)) || value < min || value > max) {
-    throw badField(field, `must be ${integer ? 'a whole number' : 'a number'} from ${min} to ${max}, got ${describeValue(value)}`);
-  }
-}
+const numberFrom = (min: number, max: number, integer: boolean) => {
+  const message = got(`must be ${integer ? 'a whole number' : 'a number'} from ${min} to ${max}`);
+  const number = v.pipe(v.number(message), v.finite(message), v.minValue(min, message), v.maxValue(max, message));
+  return v.nullish(integer ? v.pipe(number, v.integer(message)) : number);
+};
 
-/** Checks a completion request; every problem is a 400 naming the field (404 for a `model` that
- *  names nothing). */
+/** What both completion bodies share. Fields not named here pass through to the engine as they
+ *  are (OpenAI's API has many; an engine that lacks one is refused by UNSUPPORTED_PARAMETERS). */
+const COMPLETION_FIELDS = {
+  model: v.pipe(v.string(got('must name a capability, a profile id or a profile name')), v.minLength(1, got('must name a capability, a profile id or a profile name'))),
+  stream: v.nullish(v.boolean(got('must be true or false'))),
+  max_tokens: numberFrom(1, MAX_TOKENS_LIMIT, true),
+  max_completion_tokens: numberFrom(1, MAX_TOKENS_LIMIT, true),
+  temperature: numberFrom(0, 2, false),
+  top_p: numberFrom(0, 1, false),
+};
+
+const CHAT_MESSAGE = openRecord(
+  {
+    role: v.picklist(['system', 'user', 'assistant', 'tool', 'developer'], got('must be system, user, assistant, tool or developer')),
+    content: v.union([v.string(), v.array(v.unknown())], got('must be a string or an array of parts')),
+  },
+  'a message object',
+);
+const messagesMessage = got('must be a non-empty array of messages');
+
+/** `POST /v1/chat/completions`. */
+export const CHAT_COMPLETION_BODY = openRecord({ ...COMPLETION_FIELDS, messages: v.pipe(v.array(CHAT_MESSAGE, messagesMessage), v.minLength(1, messagesMessage), v.maxLength(10_000, messagesMessage)) }, 'an object');
+const promptMessage = got('must be a string or a non-empty array of strings');
+/** `POST /v1/completions`. */
+export const COMPLETION_BODY = openRecord({ ...COMPLETION_FIELDS, prompt: v.union([v.string(), v.pipe(v.array(v.string()), v.minLength(1, promptMessage))], promptMessage) }, 'an object');
+
+/** Checks a completion request against its schema, then what needs the profiles: every problem is
+ *  a 400 naming the field (404 for a `model` that names nothing). */
 export function parseCompletionRequest(path: CompletionPath, value: unknown, allProfiles: readonly Profile[]): CompletionRequest {
-  const body = requireRecord(value, 'body');
-  const model = body['model'];
   const known = (): string => [...new Set(allProfiles.flatMap((p) => p.capabilities))].join(', ') || 'none (add a profile)';
-  if (typeof model !== 'string' || model === '') throw badField('model', `must name a capability, a profile id or a profile name (capabilities: ${known()}), got ${describeValue(model)}`);
+  let request: v.InferOutput<typeof CHAT_COMPLETION_BODY> | v.InferOutput<typeof COMPLETION_BODY>;
+  let shape: string;
+  if (path === '/v1/chat/completions') {
+    const chat = parseInput(CHAT_COMPLETION_BODY, value);
+    const chars = chat.messages.reduce((sum, m) => sum + (typeof m.content === 'string' ? m.content.length : JSON.stringify(m.content).length), 0);
+    [request, shape] = [chat, `messages=${chat.messages.length} chars=${chars}`];
+  } else {
+    const completion = parseInput(COMPLETION_BODY, value);
+    [request, shape] = [completion, typeof completion.prompt === 'string' ? `prompt chars=${completion.prompt.length}` : `prompts=${completion.prompt.length}`];
+  }
+  const { model } = request;
   const profiles = resolveModel(model, allProfiles);
   if (profiles === null) throw new ApiError('NOT_FOUND', `The model "${model.slice(0, 64)}" does not exist: it is no capability, profile id or profile name here (capabilities: ${known()})`, { field: 'model' });
   if (!profiles.some((p) => TAKES_EVERY_PARAMETER.has(p.engineKind))) {
     for (const parameter of UNSUPPORTED_PARAMETERS) {
-      if (!parameter.inert(body[parameter.name])) throw badField(parameter.name, `is not supported by the ${profiles[0]?.engineKind ?? ''} engine behind "${model.slice(0, 64)}" (a llama-server profile takes it)`);
+      if (!parameter.inert(request[parameter.name])) throw badField(parameter.name, `is not supported by the ${profiles[0]?.engineKind ?? ''} engine behind "${model.slice(0, 64)}" (a llama-server profile takes it)`);
     }
   }
-  const stream = body['stream'];
-  if (stream !== undefined && stream !== null && typeof stream !== 'boolean') throw badField('stream', `must be true or false, got ${describeValue(stream)}`);
-  optionalNumber(body, 'max_tokens', 1, MAX_TOKENS_LIMIT, true);
-  optionalNumber(body, 'max_completion_tokens', 1, MAX_TOKENS_LIMIT, true);
-  optionalNumber(body, 'temperature', 0, 2, false);
-  optionalNumber(body, 'top_p', 0, 1, false);
-  let shape: string;
-  if (path === '/v1/chat/completions') {
-    const messages = body['messages'];
-    if (!Array.isArray(messages) || messages.length === 0 || messages.length > 10_000) throw badField('messages', `must be a non-empty array of messages, got ${describeValue(messages)}`);
-    let chars = 0;
-    messages.forEach((message: unknown, i) => {
-      const m = requireRecord(message, `messages[${i}]`);
-      if (typeof m['role'] !== 'string' || !['system', 'user', 'assistant', 'tool', 'developer'].includes(m['role'])) throw badField(`messages[${i}].role`, 'must be system, user, assistant, tool or developer');
-      const content = m['content'];
-      if (typeof content === 'string') chars += content.length;
-      else if (Array.isArray(content)) chars += JSON.stringify(content).length;
-      else throw badField(`messages[${i}].content`, `must be a string or an array of parts, got ${describeValue(content)}`);
-    });
-    shape = `messages=${messages.length} chars=${chars}`;
-  } else {
-    const prompt = body['prompt'];
-    if (typeof prompt === 'string') shape = `prompt chars=${prompt.length}`;
-    else if (Array.isArray(prompt) && prompt.length > 0 && prompt.every((p) => typeof p === 'string')) shape = `prompts=${prompt.length}`;
-    else throw badField('prompt', `must be a string or an array of strings, got ${describeValue(prompt)}`);
-  }
-  const hash = createHash('sha256').update(JSON.stringify(body)).digest('hex').slice(0, 12);
-  return { model, profiles, stream: stream === true, shape: `${shape} sha256=${hash}`, body };
+  const hash = createHash('sha256').update(JSON.stringify(value)).digest('hex').slice(0, 12);
+  // The body goes to the engine as the client sent it.
+  return { model, profiles, stream: request.stream === true, shape: `${shape} sha256=${hash}`, body: value as Record<string, unknown> };
 }
 
 export interface ModelEntry {

@@ -23,14 +23,14 @@ import {
   HTTP_EVENTS_PATH,
   HTTP_ROUTES,
   type ApiMethod,
-  parseEstimateOptions,
-  parseLaunchRequest,
-  parsePolicyPatch,
-  requireEngineId,
-  requireProfileId,
-  requireRecord,
-  requireString,
-  requireWeight,
+  ENGINE_ID,
+  ESTIMATE_REQUEST,
+  LAUNCH_REQUEST,
+  OBJECT_BODY,
+  parseInput,
+  POLICY_PATCH,
+  PROFILE_ID,
+  WEIGHT_REQUEST,
   type AppEvent,
   type ProfileInput,
   type ProfilePatch,
@@ -154,30 +154,30 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
   function controlRoutes(): Route[] {
     const handlers: Record<ApiMethod, (ctx: RequestContext, id: string) => Promise<void>> = {
       getState: async (ctx) => json(ctx, await core.getState()),
-      plan: async (ctx) => json(ctx, await core.plan(parseLaunchRequest(await body(ctx)))),
+      plan: async (ctx) => json(ctx, await core.plan(parseInput(LAUNCH_REQUEST, await body(ctx)))),
       listPlans: async (ctx) => json(ctx, await core.listPlans()),
       launch: async (ctx) => {
-        const outcome = await core.launch(parseLaunchRequest(await body(ctx)));
+        const outcome = await core.launch(parseInput(LAUNCH_REQUEST, await body(ctx)));
         json(ctx, outcome, outcome.engine === null ? 200 : 202);
       },
-      stopEngine: async (ctx, id) => json(ctx, await core.stopEngine(requireEngineId(id))),
-      killEngine: async (ctx, id) => json(ctx, await core.killEngine(requireEngineId(id))),
+      stopEngine: async (ctx, id) => json(ctx, await core.stopEngine(parseInput(ENGINE_ID, id, 'id'))),
+      killEngine: async (ctx, id) => json(ctx, await core.killEngine(parseInput(ENGINE_ID, id, 'id'))),
       setWeight: async (ctx, id) => {
-        const engineId = requireEngineId(id);
-        json(ctx, await core.setWeight(engineId, requireWeight(requireRecord(await body(ctx), 'body')['weight'])));
+        const engineId = parseInput(ENGINE_ID, id, 'id');
+        json(ctx, await core.setWeight(engineId, parseInput(WEIGHT_REQUEST, await body(ctx)).weight));
       },
       listProfiles: async (ctx) => json(ctx, await core.listProfiles()),
-      createProfile: async (ctx) => json(ctx, await core.createProfile(requireRecord(await body(ctx), 'body') as ProfileInput), 201),
-      updateProfile: async (ctx, id) => json(ctx, await core.updateProfile(requireProfileId(id), requireRecord(await body(ctx), 'body') as ProfilePatch)),
+      createProfile: async (ctx) => json(ctx, await core.createProfile(parseInput(OBJECT_BODY, await body(ctx)) as ProfileInput), 201),
+      updateProfile: async (ctx, id) => json(ctx, await core.updateProfile(parseInput(PROFILE_ID, id, 'id'), parseInput(OBJECT_BODY, await body(ctx)) as ProfilePatch)),
       deleteProfile: async (ctx, id) => {
-        await core.deleteProfile(requireProfileId(id));
+        await core.deleteProfile(parseInput(PROFILE_ID, id, 'id'));
         ctx.res.writeHead(204).end();
       },
       estimateModel: async (ctx) => {
-        const { modelPath, ...options } = requireRecord(await body(ctx), 'body');
-        json(ctx, await core.estimateModel(requireString(modelPath, 'modelPath'), parseEstimateOptions(options)));
+        const { modelPath, ...options } = parseInput(ESTIMATE_REQUEST, await body(ctx));
+        json(ctx, await core.estimateModel(modelPath, options));
       },
-      setPolicy: async (ctx) => json(ctx, await core.setPolicy(parsePolicyPatch(await body(ctx)))),
+      setPolicy: async (ctx) => json(ctx, await core.setPolicy(parseInput(POLICY_PATCH, await body(ctx)))),
     };
     return API_METHODS.map((method) => {
       const route = HTTP_ROUTES[method];

@@ -56,9 +56,9 @@ export async function runPlan(options: PlanOptions, io: CommandIo, clock: Clock)
   const check = await inspectModelFile(options.model);
   const contextSize = options.contextSize ?? defaultContextSize(check.ok ? check.facts.trainContextSize : null);
   // The peak next (an estimate loads llama.cpp, ~1 s), so that the telemetry sample is fresh.
-  const peak: Pick<ModelPeak, 'modelKey' | 'peakBytes' | 'peakSource' | 'estimate' | 'sizeBytes'> = check.ok
+  const peak: Pick<ModelPeak, 'modelKey' | 'peakBytes' | 'peakSource' | 'estimate' | 'sizeBytes' | 'parts'> = check.ok
     ? await modelPeak(new EnvelopeStore(join(options.dataDir, 'envelopes.json')), options.model, { contextSize, gpuLayers: options.gpuLayers, engineKind: options.engineKind })
-    : { modelKey: 'unusable', sizeBytes: check.problem.fileBytes ?? 0, peakBytes: Math.max(1, check.problem.fileBytes ?? 1), peakSource: 'ESTIMATED', estimate: null };
+    : { modelKey: 'unusable', sizeBytes: check.problem.fileBytes ?? 0, peakBytes: Math.max(1, check.problem.fileBytes ?? 1), peakSource: 'ESTIMATED', estimate: null, parts: null };
   const { estimate } = peak;
   const { provider, reason } = discoverTelemetry({ simFile: options.simFile, wallUs: () => clock.wallUs() });
   try {
@@ -82,6 +82,7 @@ export async function runPlan(options: PlanOptions, io: CommandIo, clock: Clock)
         priority: options.priority,
         peakBytes: peak.peakBytes,
         peakSource: peak.peakSource,
+        ...(peak.parts === null ? {} : { peakParts: peak.parts }),
         weight: options.weight,
         ...(check.ok ? {} : { modelProblem: check.problem }),
       },
@@ -94,7 +95,7 @@ export async function runPlan(options: PlanOptions, io: CommandIo, clock: Clock)
       io.out(JSON.stringify(result));
     } else {
       io.out(`telemetry: ${reason}`);
-      if (estimate !== null) io.out(`estimate: ${options.model} (${peak.sizeBytes} B on disk): weights ${estimate.modelBytes} B + context ${estimate.contextBytes} B at ${contextSize} tokens of ${estimate.basis === 'gpuVram' ? 'VRAM' : 'RAM (no GPU build here)'}`);
+      if (estimate !== null) io.out(`estimate: ${options.model} (${peak.sizeBytes} B on disk), from the file, in ${estimate.basis === 'gpuVram' ? 'VRAM' : 'RAM (no GPU build here)'}`);
       io.out(describePlan(result).trimEnd());
     }
     return exitCodeForPlan(result);

@@ -1,14 +1,17 @@
 /** A profile resolved to what the supervisor launches: its weight, its model's peak (measured
  *  before, else estimated from the GGUF), its command. One place for `launch` and the core. */
 import { createHash } from 'node:crypto';
-import { KV_CACHE_TYPES, type KvCacheType } from '../contract.js';
+import { kvCacheTypeOf } from './kv-cache.js';
 import type { EnvelopeStore } from '../planner/envelopes.js';
+import type { PeakParts } from '../planner/memory.js';
 import { ModelFileError, modelPeak } from '../planner/estimate.js';
 import { MiB, type Priority } from '../planner/policy.js';
 import { effectiveWeight, type Profile } from './profiles.js';
 import type { LaunchSpec } from './supervisor.js';
 
 /** A command without a model file has no envelope to start from: this much until measured. */
+export { kvCacheTypeOf };
+
 export const COMMAND_PEAK_BYTES = 256 * MiB;
 
 export interface SpecOverrides {
@@ -20,22 +23,9 @@ export interface SpecOverrides {
   defaultIdleUnloadMinutes?: number | null | undefined;
 }
 
-/** The KV cache type a profile's arguments ask llama.cpp for (`-ctk`/`--cache-type-k`); the
- *  key's type stands for both (a mixed pair is rare). undefined: llama.cpp's default, f16. */
-export function kvCacheTypeOf(args: readonly string[]): KvCacheType | undefined {
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i] ?? '';
-    const [flag, inline] = arg.split('=', 2);
-    if (flag !== '-ctk' && flag !== '--cache-type-k') continue;
-    const value = (inline ?? args[i + 1] ?? '').toLowerCase();
-    if ((KV_CACHE_TYPES as readonly string[]).includes(value)) return value as KvCacheType;
-  }
-  return undefined;
-}
-
 export async function launchSpecFor(profile: Profile, envelopes: EnvelopeStore, overrides: SpecOverrides = {}): Promise<LaunchSpec> {
   const contextSize = overrides.contextSize ?? profile.contextSize;
-  let peak: Pick<LaunchSpec, 'modelKey' | 'peakBytes' | 'peakSource' | 'modelProblem'>;
+  let peak: Pick<LaunchSpec, 'modelKey' | 'peakBytes' | 'peakSource' | 'modelProblem'> & { parts?: PeakParts | null };
   if (profile.modelPath === null) {
     peak = { modelKey: `command:${profile.command ?? profile.id}`, peakBytes: COMMAND_PEAK_BYTES, peakSource: 'ESTIMATED' };
   } else {
@@ -67,6 +57,7 @@ export async function launchSpecFor(profile: Profile, envelopes: EnvelopeStore, 
     env: profile.env,
     peakBytes: peak.peakBytes,
     peakSource: peak.peakSource,
+    ...(peak.parts === undefined || peak.parts === null ? {} : { peakParts: peak.parts }),
     idleUnloadMinutes: profile.idleUnloadMinutes ?? overrides.defaultIdleUnloadMinutes ?? null,
   };
 }

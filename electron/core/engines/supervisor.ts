@@ -17,6 +17,7 @@ import { plan as planPlacement } from '../planner/plan.js';
 import { requirementBytes, type PlannerPolicy, type Priority } from '../planner/policy.js';
 import type { LeaseBook } from '../planner/leases.js';
 import type { EnvelopeStore } from '../planner/envelopes.js';
+import type { PeakParts } from '../planner/memory.js';
 import type { ManagedResident, PlacementPlan, PlanRequest } from '../planner/types.js';
 import type { ModelProblem } from '../planner/model-file.js';
 import type { DeviceSnapshot } from '../planner/snapshot.js';
@@ -51,6 +52,8 @@ export interface LaunchSpec {
   /** The envelope's peak used for planning (measured earlier, or estimated). */
   peakBytes: number;
   peakSource: 'MEASURED' | 'ESTIMATED';
+  /** The estimate's parts of the peak; absent for a measured one. */
+  peakParts?: PeakParts;
   /** Stop it after this many idle minutes unless pinned; null = never. */
   idleUnloadMinutes?: number | null;
   /** The model file cannot be loaded: the plan is REJECT_HEALTH and nothing starts. */
@@ -301,6 +304,7 @@ export class Supervisor {
       priority: spec.priority,
       peakBytes: spec.peakBytes,
       peakSource: spec.peakSource,
+      ...(spec.peakParts === undefined ? {} : { peakParts: spec.peakParts }),
       weight: spec.weight,
       ...(spec.modelProblem === undefined ? {} : { modelProblem: spec.modelProblem }),
     };

@@ -1,6 +1,7 @@
 /** A plan as text: the CLI's dry-run output and the golden files. Reads like a review: inputs,
  *  breakdown, verdict, reasons. Pure. */
 import { describeModelProblem } from './model-problem.js';
+import type { MemoryNeeds } from './memory.js';
 import type { PlacementPlan, Reason } from './types.js';
 
 export function formatBytes(bytes: number): string {
@@ -13,6 +14,21 @@ export function formatBytes(bytes: number): string {
 }
 
 const field = (label: string, bytes: number): string => `  ${label.padEnd(22)} ${formatBytes(bytes).padStart(12)}  (${bytes} B)`;
+
+/** A model's needs, part by part, as text: a part the estimate does not know says so. */
+export function describeMemoryNeeds(m: MemoryNeeds): string[] {
+  const why = m.peakSource === 'MEASURED' ? 'a measured peak has no parts' : 'no model file estimate splits this peak';
+  const part = (label: string, bytes: number | null): string => (bytes === null ? `  ${label.padEnd(22)} ${'not known'.padStart(12)}  (${why})` : field(label, bytes));
+  return [
+    `memory needs (${m.peakSource === 'MEASURED' ? 'peak measured on an earlier load' : 'estimated from the model file'}):`,
+    part('weights', m.weightsBytes),
+    part(`KV cache (${m.contextSize} tok)`, m.kvCacheBytes),
+    part('compute buffers', m.computeBytes),
+    field('= peak', m.peakBytes),
+    field('+ margin', m.marginBytes),
+    field('= requirement', m.requirementBytes),
+  ];
+}
 
 const seconds = (us: number | undefined): string => (us === undefined ? '—' : (us / 1e6).toFixed(1));
 
@@ -83,6 +99,8 @@ export function describePlan(plan: PlacementPlan): string {
     `device: ${plan.device === null ? '— (no telemetry)' : `${plan.device.name} [${plan.device.key}] health ${plan.device.health}`}`,
     `attribution: ${plan.attribution} · sample age ${plan.eligible.sampleAgeUs === null ? '—' : `${(plan.eligible.sampleAgeUs / 1000).toFixed(0)} ms`} (limit ${(plan.eligible.staleAfterUs / 1000).toFixed(0)} ms)`,
     `pressure: ${plan.eligible.pressure}${plan.eligible.pressureAfterEvictions === plan.eligible.pressure ? '' : `, ${plan.eligible.pressureAfterEvictions} after the evictions`} · gateway queue ${plan.queue.depth} of ${plan.queue.maxDepth}`,
+    '',
+    ...describeMemoryNeeds(plan.memory),
     '',
     'VRAM breakdown:',
     field('total', b.totalBytes),

@@ -7,12 +7,16 @@
 import type { GgufInsights, Llama } from 'node-llama-cpp';
 import { KV_CACHE_GGML_TYPE, type KvCacheType } from '../contract.js';
 import { modelIdentity, type EnvelopeKey, type EnvelopeStore } from './envelopes.js';
+import type { PeakParts } from './memory.js';
 import { describeModelProblem, inspectModelFile, type ModelProblem } from './model-file.js';
 
 export interface GgufEstimate {
   peakBytes: number;
   modelBytes: number;
+  /** The KV cache and the compute buffers at the asked context: contextBytes is their sum. */
   contextBytes: number;
+  kvCacheBytes: number;
+  computeBytes: number;
   /** Which figure was used: VRAM when the build can offload, RAM otherwise. */
   basis: 'gpuVram' | 'cpuRam';
   trainContextSize: number | null;
@@ -94,36 +98,43 @@ export async function estimateFromGguf(file: string, options: EstimateOptions): 
   const gpuLayers = Math.min(options.gpuLayers, layers);
   const model = insights.estimateModelResourceRequirements({ gpuLayers });
   const context = contextRequirements(insights, options.contextSize, gpuLayers, options.kvCacheType ?? 'f16');
-  const vram = model.gpuVram + context.gpuVram;
+  const vram = model.gpuVram + context.gpuVram.kvCacheBytes + context.gpuVram.computeBytes;
   const useVram = vram > 0;
-  const modelBytes = useVram ? model.gpuVram : model.cpuRam;
-  const contextBytes = useVram ? context.gpuVram : context.cpuRam;
-  return { peakBytes: modelBytes + contextBytes, modelBytes, contextBytes, basis: useVram ? 'gpuVram' : 'cpuRam', trainContextSize: insights.trainContextSize ?? null, layers };
+  const field = useVram ? 'gpuVram' : 'cpuRam';
+  const modelBytes = Math.round(model[field]);
+  const { kvCacheBytes, computeBytes } = context[field];
+  const contextBytes = kvCacheBytes + computeBytes;
+  return { peakBytes: modelBytes + contextBytes, modelBytes, contextBytes, kvCacheBytes, computeBytes, basis: useVram ? 'gpuVram' : 'cpuRam', trainContextSize: insights.trainContextSize ?? null, layers };
 }
 
 /** Bytes per KV cache element of each type (a quantized type's block bytes over its 32 values). */
 const KV_BYTES_PER_ELEMENT: Readonly<Record<KvCacheType, number>> = { f32: 4, f16: 2, bf16: 2, q8_0: 34 / 32, q4_0: 18 / 32, q4_1: 20 / 32, q5_0: 22 / 32, q5_1: 24 / 32, iq4_nl: 18 / 32 };
 
+interface ContextParts {
+  kvCacheBytes: number;
+  computeBytes: number;
+}
+
 /**
- * The context's memory (KV cache and compute buffers) at a KV cache type. node-llama-cpp sizes a
- * quantized KV cache by its block's bytes per element (34 bytes a q8_0 "element": 17 times too
- * much), so the cache is measured as the difference between f32 and f16 (exactly one f16 cache)
- * and scaled to the type; what is left is the compute buffers, which do not depend on it.
+ * The context's memory, KV cache and compute buffers apart, at a KV cache type. node-llama-cpp
+ * gives only their sum, and sizes a quantized KV cache by its block's bytes per element (34 bytes
+ * a q8_0 "element": 17 times too much), so the cache is measured as the difference between f32
+ * and f16 (exactly one f16 cache) and scaled to the type; what is left of the f16 figure is the
+ * compute buffers, which do not depend on it.
  */
-function contextRequirements(insights: GgufInsights, contextSize: number, modelGpuLayers: number, kvCacheType: KvCacheType): { gpuVram: number; cpuRam: number } {
+function contextRequirements(insights: GgufInsights, contextSize: number, modelGpuLayers: number, kvCacheType: KvCacheType): { gpuVram: ContextParts; cpuRam: ContextParts } {
   const at = (type: KvCacheType): { gpuVram: number; cpuRam: number } => {
     const ggml = KV_CACHE_GGML_TYPE[type];
     return insights.estimateContextResourceRequirements({ contextSize, modelGpuLayers, kvCacheKeyType: ggml, kvCacheValueType: ggml });
   };
   const f16 = at('f16');
-  if (kvCacheType === 'f16') return f16;
   const f32 = at('f32');
   const scale = KV_BYTES_PER_ELEMENT[kvCacheType] / 2;
-  const scaled = (field: 'gpuVram' | 'cpuRam'): number => {
-    const cache = Math.max(0, f32[field] - f16[field]);
-    return Math.round(f16[field] - cache + cache * scale);
+  const parts = (field: 'gpuVram' | 'cpuRam'): ContextParts => {
+    const cache = Math.max(0, Math.min(f16[field], f32[field] - f16[field]));
+    return { kvCacheBytes: Math.round(cache * scale), computeBytes: Math.round(f16[field] - cache) };
   };
-  return { gpuVram: scaled('gpuVram'), cpuRam: scaled('cpuRam') };
+  return { gpuVram: parts('gpuVram'), cpuRam: parts('cpuRam') };
 }
 
 export interface ModelPeak {
@@ -133,6 +144,8 @@ export interface ModelPeak {
   peakSource: 'MEASURED' | 'ESTIMATED';
   /** The GGUF estimate, when no measurement existed. */
   estimate: GgufEstimate | null;
+  /** The estimate's parts of the peak; null for a measured peak (it has none). */
+  parts: PeakParts | null;
 }
 
 /** A model's peak for planning: its envelope's measurement when there is one, otherwise the GGUF
@@ -142,8 +155,8 @@ export async function modelPeak(envelopes: EnvelopeStore, modelPath: string, key
   await requireUsableModel(modelPath);
   const { modelKey, sizeBytes } = modelIdentity(modelPath);
   const measured = kvCacheType === undefined || kvCacheType === 'f16' ? envelopes.get({ ...key, modelKey }) : undefined;
-  if (measured !== undefined) return { modelKey, sizeBytes, peakBytes: measured.peakBytes, peakSource: 'MEASURED', estimate: null };
+  if (measured !== undefined) return { modelKey, sizeBytes, peakBytes: measured.peakBytes, peakSource: 'MEASURED', estimate: null, parts: null };
   const estimate = await estimateFromGguf(modelPath, { contextSize: key.contextSize, gpuLayers: key.gpuLayers, kvCacheType });
   await releaseEstimator();
-  return { modelKey, sizeBytes, peakBytes: estimate.peakBytes, peakSource: 'ESTIMATED', estimate };
+  return { modelKey, sizeBytes, peakBytes: estimate.peakBytes, peakSource: 'ESTIMATED', estimate, parts: { weightsBytes: estimate.modelBytes, kvCacheBytes: estimate.kvCacheBytes, computeBytes: estimate.computeBytes } };
 }

@@ -14,6 +14,7 @@
  * permitted idle engine cannot relieve is external (EXTERNAL_GPU_PRESSURE).
  */
 import { fingerprint } from './fingerprint.js';
+import { memoryNeeds } from './memory.js';
 import { PRIORITY_RANK, dynamicReserveBytes, requirementBytes, type PlannerPolicy, type PressureLevel, type Priority } from './policy.js';
 import { levelAfterEvictions, pressureHoldsBack } from './pressure.js';
 import {
@@ -52,6 +53,11 @@ export function validateInputs(request: PlanRequest, snapshot: PlannerSnapshot):
   if (snapshot === null || typeof snapshot !== 'object') throw new PlannerInputError('snapshot', 'is missing');
   if (!isBytes(request.peakBytes)) throw bytesError('request.peakBytes', request.peakBytes);
   if (request.peakBytes === 0) throw new PlannerInputError('request.peakBytes', 'must be greater than 0');
+  if (request.peakParts !== undefined) {
+    for (const part of ['weightsBytes', 'kvCacheBytes', 'computeBytes'] as const) {
+      if (!isBytes(request.peakParts[part])) throw bytesError(`request.peakParts.${part}`, request.peakParts[part]);
+    }
+  }
   if (!isWhole(request.contextSize)) throw new PlannerInputError('request.contextSize', `must be a whole number ≥ 0, got ${String(request.contextSize)}`);
   if (!isWhole(request.gpuLayers)) throw new PlannerInputError('request.gpuLayers', `must be a whole number ≥ 0, got ${String(request.gpuLayers)}`);
   if (!isPriority(request.priority)) throw new PlannerInputError('request.priority', `must be interactive, background or lab, got ${String(request.priority)}`);
@@ -371,6 +377,7 @@ export function plan(request: PlanRequest, snapshot: PlannerSnapshot, policy: Pl
     fingerprint: fingerprintPlan(request, snapshot, policy, acc, decision),
     attribution: acc.attribution,
     breakdown: b,
+    memory: memoryNeeds({ peakBytes: request.peakBytes, peakSource: request.peakSource, parts: request.peakParts ?? null }, request.contextSize, policy),
     request: { ...request },
     node: snapshot.node,
     accelerator: { key: snapshot.accelerator.key, name: snapshot.accelerator.name },

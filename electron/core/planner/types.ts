@@ -3,6 +3,7 @@
  * records (data), and rejections are structured reasons with byte figures, not sentences.
  */
 import type { DeviceHealth } from '../telemetry/types.js';
+import type { MemoryNeeds, PeakParts } from './memory.js';
 import type { ModelProblem, ModelProblemCode } from './model-problem.js';
 import type { PressureLevel, Priority } from './policy.js';
 
@@ -94,6 +95,10 @@ export interface PlanRequest {
   /** The envelope's peak: measured on an earlier load, or estimated from the GGUF. */
   peakBytes: number;
   peakSource: 'MEASURED' | 'ESTIMATED';
+  /** The estimate's parts of the peak (weights, KV cache, compute buffers); absent when the peak
+   *  was measured (an earlier load's), which has none. Not fed to the fingerprint: they split
+   *  peakBytes, which is, and come from the model and context, which are. */
+  peakParts?: PeakParts;
   /** The weight the engine joins the registry with (its share of the GPU's time). */
   weight: number;
   /** Set when the model file cannot be loaded at all: the plan is REJECT_HEALTH with its code. */
@@ -194,6 +199,9 @@ export interface PlacementPlan {
   fingerprint: string;
   attribution: Attribution;
   breakdown: Breakdown;
+  /** What the model needs, part by part (weights, KV cache, compute buffers, margin): its
+   *  requirementBytes is breakdown.requirementBytes. */
+  memory: MemoryNeeds;
   request: PlanRequest;
   node: string;
   accelerator: Accelerator;

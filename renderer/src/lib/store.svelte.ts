@@ -3,7 +3,7 @@
  * device, and the one way views run actions (errors become notices with their code and next
  * step). Views read it; only this class writes it.
  */
-import type { AppEvent, DeviceView, GpuShareApi, ModelEstimateView, ShellExtras } from '../../../electron/core/contract.js';
+import type { AppEvent, DeviceView, EstimateOptions, GpuShareApi, ModelEstimateView, ShellExtras } from '../../../electron/core/contract.js';
 import { applyEvent, dismissNotice, initialModel, tick, withNotice, type AppModel, type Notice } from './app-model.js';
 import type { Connection } from './bridge.js';
 import type { ConnectionStatus } from './connection.js';
@@ -20,7 +20,7 @@ export class DashboardStore {
   selectedKey: string | null = $state(null);
   /** Why the first state could not be read (shown instead of the views). */
   loadError: string | null = $state(null);
-  /** Model file → the planner's estimate (file size on the cards), fetched once each. */
+  /** estimateKey(file, options) → the planner's estimate (the cards' file size and needs). */
   estimates: Record<string, ModelEstimateView | { error: string }> = $state.raw({});
   /** The renderer's wall clock, ms, ticking every TICK_MS: for "0.4 s ago" and countdowns. */
   nowMs: number = $state(Date.now());
@@ -153,16 +153,24 @@ export class DashboardStore {
     }
   }
 
-  estimate(modelPath: string): void {
-    if (modelPath === '' || this.estimating.has(modelPath) || this.estimates[modelPath] !== undefined) return;
-    this.estimating.add(modelPath);
-    this.api.estimateModel(modelPath).then(
+  /** The planner's figures for a model file at a context (the model's default when none is
+   *  given), fetched once per file and options; read them with estimateKey. */
+  estimate(modelPath: string, options: EstimateOptions = {}): void {
+    const key = estimateKey(modelPath, options);
+    if (modelPath === '' || this.estimating.has(key) || this.estimates[key] !== undefined) return;
+    this.estimating.add(key);
+    this.api.estimateModel(modelPath, options).then(
       (estimate) => {
-        this.estimates = { ...this.estimates, [modelPath]: estimate };
+        this.estimates = { ...this.estimates, [key]: estimate };
       },
       (error: unknown) => {
-        this.estimates = { ...this.estimates, [modelPath]: { error: describeError('Estimating the model', error).text } };
+        this.estimates = { ...this.estimates, [key]: { error: describeError('Estimating the model', error).text } };
       },
     );
   }
+}
+
+/** Where store.estimates keeps the figures of a file at some options. */
+export function estimateKey(modelPath: string, options: EstimateOptions = {}): string {
+  return `${modelPath}\u0000${options.contextSize ?? ''}\u0000${options.kvCacheType ?? ''}`;
 }

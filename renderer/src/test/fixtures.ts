@@ -98,6 +98,7 @@ export function placementPlan(overrides: Partial<PlacementPlan> = {}): Placement
       invariantDeltaBytes: 2 * GiB,
       physicalUsedBytes: 8 * GiB,
     },
+    memory: { contextSize: 8192, weightsBytes: 2.6 * GiB, kvCacheBytes: 0.8 * GiB, computeBytes: 0.2 * GiB, peakBytes: 3.6 * GiB, peakSource: 'ESTIMATED', marginBytes: 0.4 * GiB, requirementBytes: 4 * GiB },
     request: { capability: 'chat', modelKey: 'k1', contextSize: 8192, gpuLayers: 99, engineKind: 'llama-server', priority: 'interactive', peakBytes: 3.6 * GiB, peakSource: 'ESTIMATED', weight: 3 },
     node: 'workstation',
     accelerator: { key: 'GPU-1234', name: 'RTX 4090' },
