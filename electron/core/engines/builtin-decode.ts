@@ -228,7 +228,7 @@ export async function generate(
   request: SamplingRequest,
   signal: AbortSignal,
   onText: (text: string) => void,
-  steps: { afterStep: AfterStep | null; counters: DecodeCounters },
+  steps: { afterStep: AfterStep | null; counters: DecodeCounters; /** When the request arrived (monotonic µs), for the time to first token. */ arrivedUs: number },
 ): Promise<GenerationResult> {
   const { model, sequence } = engine;
   const tokens = prompt.tokens;
@@ -250,6 +250,7 @@ export async function generate(
   let stopped = false;
   let aborted = false;
   let firstStep = true;
+  let firstTokenCounted = false;
   // The prompt's evaluation is device work too: it starts inside our window, not someone else's.
   if (steps.afterStep !== null) await steps.afterStep(0);
   const iterator = sequence.evaluate(tokens.slice(keep), options);
@@ -274,6 +275,12 @@ export async function generate(
       if (next.done === true) {
         finishReason = 'stop';
         break;
+      }
+      if (!firstTokenCounted) {
+        // After its step and the pacer's hold: when the client can have it.
+        firstTokenCounted = true;
+        steps.counters.firstTokenSecondsTotal += (monotonicUs() - steps.arrivedUs) / 1e6;
+        steps.counters.firstTokensTotal++;
       }
       const token = next.value;
       if (model.isEogToken(token) || prompt.stopTokens.has(token)) {

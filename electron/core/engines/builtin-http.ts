@@ -325,7 +325,7 @@ export class Host {
       const asked = (body as { model?: unknown }).model;
       const model = typeof asked === 'string' && asked !== '' ? asked.slice(0, 256) : this.served.alias;
       const stream = new ResponseWriter(res, { kind, id, created, model }, request.stream);
-      const result = await generate(engine, prompt, request, controller.signal, (text) => stream.text(text), { afterStep: this.afterStep, counters: this.counters });
+      const result = await generate(engine, prompt, request, controller.signal, (text) => stream.text(text), { afterStep: this.afterStep, counters: this.counters, arrivedUs: started });
       const usage = usageOf(result.promptTokens, result.completionTokens);
       if (result.aborted && controller.signal.reason instanceof ShuttingDown && !request.stream) {
         sendError(res, 503, 'unavailable', 'the engine is shutting down');
