@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ENGINE_SECRET_ENV } from '../../electron/core/engines/engine-secret.js';
 import { parseHostLine, type HostEvent, type HostReadyEvent } from '../../electron/core/engines/host-protocol.js';
 import type { GpuPeersView } from '../../electron/core/registry/view.js';
 import { TINY_GGUF_SPEC, writeGguf } from '../fixtures/gguf.js';
@@ -134,9 +135,9 @@ interface HttpResult {
   endAt: number;
 }
 
-function http(port: number, method: string, path: string, body?: string): Promise<HttpResult> {
+function http(port: number, method: string, path: string, body?: string, headers: Record<string, string> = {}): Promise<HttpResult> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, method, path, headers: body === undefined ? {} : { 'Content-Type': 'application/json' } }, (res) => {
+    const req = request({ host: '127.0.0.1', port, method, path, headers: { ...(body === undefined ? {} : { 'Content-Type': 'application/json' }), ...headers } }, (res) => {
       res.setEncoding('utf8');
       const pieces: Array<{ text: string; at: number }> = [];
       res.on('data', (text: string) => pieces.push({ text, at: performance.now() }));
@@ -269,6 +270,115 @@ describe('builtin engine host', () => {
     expect(exit).toEqual({ code: 0, signal: null });
     const after = await peersOf(gpuKey);
     expect(after.peers.find((p) => p.name === 'tiny-chat')).toBeUndefined();
+  });
+
+  it("answers llama-server's /completion (streamed and not), /props and /gpu/peers, behind the same door", async () => {
+    const gpuKey = uniqueKey('bhllama');
+    const secret = 'engine-secret-for-the-test';
+    const host = new HostProcess(spawn(process.execPath, hostArgs(gpuKey), { cwd: REPO_ROOT, stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, [ENGINE_SECRET_ENV]: secret } }));
+    const { port } = await host.waitFor(isReady, 20_000);
+    const auth = { Authorization: `Bearer ${secret}` };
+
+    // /props: what the engine knows, nothing it does not (no seed, top_k or top_p of its own).
+    const props = await http(port, 'GET', '/props');
+    expect(props.status).toBe(200);
+    const propsBody = json(props) as {
+      default_generation_settings: { n_ctx: number; is_processing: boolean; params: Record<string, unknown> };
+      total_slots: number;
+      model_path: string;
+      opencoti: { gpu_share: { enabled: boolean; gpu_key: string; self: { pid: number } | null } };
+    };
+    expect(propsBody.default_generation_settings.n_ctx).toBe(256);
+    expect(propsBody.default_generation_settings.is_processing).toBe(false);
+    expect(propsBody.default_generation_settings.params).toEqual({ n_predict: -1, temperature: 0.8, stop: [] });
+    expect(propsBody.total_slots).toBe(1);
+    expect(propsBody.model_path).toBe(modelPath);
+    expect(propsBody.opencoti.gpu_share).toMatchObject({ enabled: true, gpu_key: gpuKey, self: { pid: host.child.pid } });
+
+    // /gpu/peers: serve's shape, with this engine as self.
+    const peers = await http(port, 'GET', '/gpu/peers');
+    expect(peers.status).toBe(200);
+    const view = json(peers) as GpuPeersView;
+    expect(view.gpu_key).toBe(gpuKey);
+    expect(view.self).toMatchObject({ pid: host.child.pid, name: 'tiny-chat', weight: 2 });
+    expect(Object.keys(view.self ?? {}).sort()).toEqual(['active', 'busy_pct', 'name', 'pid', 'share_pct', 'weight']);
+    expect(view.peers).toEqual([]);
+    const observed = (await peersOf(gpuKey)).peers.find((p) => p.pid === host.child.pid);
+    expect(observed).toMatchObject({ name: view.self?.name, weight: view.self?.weight });
+
+    // /completion, not streamed.
+    const whole = await http(port, 'POST', '/completion', JSON.stringify({ prompt: 'the model', n_predict: 8, temperature: 0 }), auth);
+    expect(whole.status, whole.body).toBe(200);
+    const body = json(whole) as {
+      content: string;
+      stop: boolean;
+      tokens_predicted: number;
+      tokens_evaluated: number;
+      stop_type: string;
+      stopping_word: string;
+      generation_settings: { n_ctx: number; n_predict: number; temperature: number };
+      timings: { predicted_n: number; prompt_n: number };
+    };
+    expect(typeof body.content).toBe('string');
+    expect(body.stop).toBe(true);
+    expect(body.tokens_predicted).toBeGreaterThan(0);
+    expect(body.tokens_predicted).toBeLessThanOrEqual(8);
+    expect(body.tokens_evaluated).toBeGreaterThan(0);
+    expect(body.stop_type).toMatch(/^(eos|limit)$/);
+    expect(body.stopping_word).toBe('');
+    expect(body.generation_settings).toMatchObject({ n_ctx: 256, n_predict: 8, temperature: 0 });
+    expect(body.timings.predicted_n).toBe(body.tokens_predicted);
+
+    // /completion, streamed: content events with "stop":false, then one with "stop":true; no [DONE].
+    const stream = await http(port, 'POST', '/completion', JSON.stringify({ prompt: 'the model', n_predict: 24, temperature: 0, stream: true }), auth);
+    expect(stream.status).toBe(200);
+    expect(stream.headers['content-type']).toMatch(/^text\/event-stream/);
+    const events = stream.body.split('\n\n').filter((block) => block.trim() !== '');
+    for (const block of events) expect(block.startsWith('data: ')).toBe(true);
+    const parsed = events.map((block) => JSON.parse(block.slice('data: '.length)) as { content: string; stop: boolean; stop_type?: string; tokens_predicted?: number });
+    const last = parsed.at(-1);
+    expect(last?.stop).toBe(true);
+    expect(last?.stop_type).toMatch(/^(eos|limit)$/);
+    const pieces = parsed.slice(0, -1);
+    expect(pieces.length).toBeGreaterThanOrEqual(2);
+    for (const piece of pieces) expect(piece).toMatchObject({ content: expect.any(String), stop: false });
+    expect(pieces.map((piece) => piece.content).join('').length).toBeGreaterThan(0);
+    expect(last?.tokens_predicted).toBeGreaterThan(0);
+    expect(stream.pieces.length).toBeGreaterThanOrEqual(2);
+
+    // Bad bodies: 400 naming the field.
+    for (const [payload, param] of [
+      [{ prompt: 42 }, 'prompt'],
+      [{ prompt: 'x', n_predict: 'many' }, 'n_predict'],
+      [{ prompt: 'x', temperature: -1 }, 'temperature'],
+      [{ prompt: 'x', grammar: 'root ::= "a"' }, 'grammar'],
+    ] as const) {
+      const bad = await http(port, 'POST', '/completion', JSON.stringify(payload), auth);
+      expect(bad.status, JSON.stringify(payload)).toBe(400);
+      expect(json(bad)).toMatchObject({ error: { code: 'invalid_request', param, message: expect.stringContaining(param) } });
+    }
+
+    // The door: no secret, a wrong one, another content type, another Host.
+    const noSecret = await http(port, 'POST', '/completion', JSON.stringify({ prompt: 'x', n_predict: 1 }));
+    expect(noSecret.status).toBe(401);
+    expect(noSecret.headers['www-authenticate']).toBe('Bearer');
+    expect((await http(port, 'POST', '/completion', JSON.stringify({ prompt: 'x', n_predict: 1 }), { Authorization: 'Bearer wrong' })).status).toBe(401);
+    expect((await http(port, 'POST', '/completion', JSON.stringify({ prompt: 'x', n_predict: 1 }), { ...auth, 'Content-Type': 'text/plain' })).status).toBe(415);
+    for (const path of ['/props', '/gpu/peers']) expect((await http(port, 'GET', path, undefined, { Host: 'attacker.example' })).status, path).toBe(403);
+    expect((await http(port, 'POST', '/props', '{}', auth)).status).toBe(405);
+  });
+
+  it('without a registry: /gpu/peers is 404 and /props has no gpu_share block', async () => {
+    const args = hostArgs('unused');
+    const host = new HostProcess(spawn(process.execPath, args.slice(0, args.indexOf('--gpu-key')).concat(['--ctx', '256']), { cwd: REPO_ROOT, stdio: ['pipe', 'pipe', 'pipe'] }));
+    const { port, slot } = await host.waitFor(isReady, 20_000);
+    expect(slot).toBeNull();
+    const peers = await http(port, 'GET', '/gpu/peers');
+    expect(peers.status).toBe(404);
+    expect(json(peers)).toMatchObject({ error: { code: 'not_found', message: expect.stringContaining('registry') } });
+    const props = json(await http(port, 'GET', '/props')) as Record<string, unknown>;
+    expect(props['opencoti']).toBeUndefined();
+    expect(props['total_slots']).toBe(1);
   });
 
   it('exits within 2 s when its parent dies', async () => {

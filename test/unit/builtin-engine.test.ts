@@ -1,9 +1,10 @@
 /** The built-in engine's pure parts, without starting an engine: request parsing, response and
  *  chunk shapes, errors, the Prometheus text, the port's door, stop strings, incremental text and
- *  the FIFO of waiting requests. */
+ *  the FIFO of waiting requests; llama-server's /completion and /props shapes. */
 import { describe, expect, it } from 'vitest';
-import { FifoLock, StopMatcher, TokenTextStream } from '../../electron/core/engines/builtin-decode.js';
+import { FifoLock, StopMatcher, TokenTextStream, type GenerationResult } from '../../electron/core/engines/builtin-decode.js';
 import { doorCheck, type HostDoor } from '../../electron/core/engines/builtin-http.js';
+import { completionFinal, completionPiece, generationSettings, parseLlamaCompletionRequest, propsBody, stopTypeOf, timingsOf } from '../../electron/core/engines/builtin-llama.js';
 import { formatMetrics, METRICS_CONTENT_TYPE } from '../../electron/core/engines/builtin-metrics.js';
 import { engineFigures, parseEngineCounters } from '../../electron/core/engines/engine-figures.js';
 import {
@@ -19,6 +20,7 @@ import {
   type ResponseMeta,
 } from '../../electron/core/engines/builtin-openai.js';
 import { allowedHosts } from '../../electron/core/api/http.js';
+import { buildPropsBlock, type GpuPeersView } from '../../electron/core/registry/view.js';
 
 describe('builtin engine: requests', () => {
   it('parses a chat body with defaults, roles mapped and text parts joined', () => {
@@ -258,5 +260,98 @@ describe('builtin engine: the FIFO of waiting requests', () => {
     await expect(d).rejects.toThrow('shutting down');
     releaseB();
     expect(lock.busy).toBe(false);
+  });
+});
+
+describe("builtin engine: llama-server's shapes", () => {
+  const result: GenerationResult = { promptTokens: 9, cachedTokens: 4, completionTokens: 6, finishReason: 'length', stopWord: null, contextFull: false, promptUs: 40_000, predictUs: 60_000, aborted: false };
+
+  it('parses a /completion body: n_predict -1 or absent runs to the context end, 0 is allowed, seed -1 is random', () => {
+    const parsed = parseLlamaCompletionRequest({ prompt: 'abc', stream: true, stop: ['\n'], seed: -1 });
+    expect(parsed).toEqual({ ok: true, value: { kind: 'completion', prompt: 'abc', maxTokens: Number.POSITIVE_INFINITY, temperature: DEFAULT_TEMPERATURE, topP: null, topK: null, seed: null, stop: ['\n'], stream: true, includeUsage: false } });
+    expect(parseLlamaCompletionRequest({ prompt: ['abc'], n_predict: -1 })).toMatchObject({ ok: true, value: { maxTokens: Number.POSITIVE_INFINITY } });
+    expect(parseLlamaCompletionRequest({ prompt: 'abc', n_predict: 0, seed: 7 })).toMatchObject({ ok: true, value: { maxTokens: 0, seed: 7 } });
+    expect(parseLlamaCompletionRequest({ prompt: 'abc', max_tokens: 3 })).toMatchObject({ ok: true, value: { maxTokens: 3 } });
+    expect(parseLlamaCompletionRequest({ prompt: 'abc', grammar: '', n_probs: 0, logit_bias: [], lora: [], n_cmpl: 1 }).ok).toBe(true);
+  });
+
+  it('refuses a bad /completion body naming the field, and what it would silently get wrong', () => {
+    const cases: Array<[unknown, string | null]> = [
+      ['x', null],
+      [{}, 'prompt'],
+      [{ prompt: [1, 2, 3] }, 'prompt'],
+      [{ prompt: ['a', 'b'] }, 'prompt'],
+      [{ prompt: 'x', n_predict: -2 }, 'n_predict'],
+      [{ prompt: 'x', n_predict: 1.5 }, 'n_predict'],
+      [{ prompt: 'x', top_k: -1 }, 'top_k'],
+      [{ prompt: 'x', grammar: 'root ::= "a"' }, 'grammar'],
+      [{ prompt: 'x', json_schema: {} }, 'json_schema'],
+      [{ prompt: 'x', n_probs: 3 }, 'n_probs'],
+      [{ prompt: 'x', n_cmpl: 2 }, 'n_cmpl'],
+      [{ prompt: 'x', logit_bias: [[15043, 1]] }, 'logit_bias'],
+      [{ prompt: 'x', lora: [{ id: 0, scale: 1 }] }, 'lora'],
+      [{ prompt: 'x', image_data: [] }, 'image_data'],
+    ];
+    for (const [body, param] of cases) {
+      const parsed = parseLlamaCompletionRequest(body);
+      expect(parsed.ok, JSON.stringify(body)).toBe(false);
+      if (!parsed.ok) {
+        expect(parsed.param, JSON.stringify(body)).toBe(param);
+        if (param !== null) expect(parsed.message.startsWith(param)).toBe(true);
+      }
+    }
+  });
+
+  it('says why a generation stopped as llama-server does', () => {
+    expect(stopTypeOf({ finishReason: 'length', stopWord: null })).toBe('limit');
+    expect(stopTypeOf({ finishReason: 'stop', stopWord: '\n' })).toBe('word');
+    expect(stopTypeOf({ finishReason: 'stop', stopWord: null })).toBe('eos');
+  });
+
+  it('shapes timings, leaving out a rate it cannot compute', () => {
+    expect(timingsOf(result)).toEqual({ prompt_n: 5, prompt_ms: 40, prompt_per_token_ms: 8, prompt_per_second: 125, predicted_n: 6, predicted_ms: 60, predicted_per_token_ms: 10, predicted_per_second: 100 });
+    expect(timingsOf({ ...result, completionTokens: 0, predictUs: 0 })).toMatchObject({ predicted_n: 0, predicted_ms: 0 });
+    expect(timingsOf({ ...result, completionTokens: 0, predictUs: 0 })).not.toHaveProperty('predicted_per_second');
+  });
+
+  it('shapes the /completion answer, its stream pieces and settings without inventing sampler values', () => {
+    const parsed = parseLlamaCompletionRequest({ prompt: 'abc', n_predict: 6, stop: ['END'] });
+    if (!parsed.ok) throw new Error(parsed.message);
+    expect(completionPiece('hi')).toEqual({ index: 0, content: 'hi', stop: false, id_slot: 0 });
+    expect(completionFinal('text', parsed.value, { ...result, finishReason: 'stop', stopWord: 'END' }, 256, 'tiny')).toEqual({
+      index: 0,
+      content: 'text',
+      id_slot: 0,
+      stop: true,
+      model: 'tiny',
+      tokens_predicted: 6,
+      tokens_evaluated: 9,
+      tokens_cached: 4,
+      generation_settings: { n_ctx: 256, n_predict: 6, model: 'tiny', temperature: DEFAULT_TEMPERATURE, stop: ['END'], stream: false },
+      truncated: false,
+      stop_type: 'word',
+      stopping_word: 'END',
+      timings: timingsOf(result),
+    });
+    const unlimited = parseLlamaCompletionRequest({ prompt: 'abc', top_k: 5, seed: 3 });
+    if (!unlimited.ok) throw new Error(unlimited.message);
+    expect(generationSettings(unlimited.value, 256, 'tiny')).toMatchObject({ n_predict: -1, top_k: 5, seed: 3 });
+    expect(generationSettings(unlimited.value, 256, 'tiny')).not.toHaveProperty('top_p');
+  });
+
+  it("shapes /props: what it knows, n_ctx only once loaded, and serve's gpu_share block when it is a peer", () => {
+    const facts = { alias: 'tiny', modelPath: '/m/tiny.gguf', nCtx: null, isProcessing: false, chatTemplate: null, peers: null };
+    const loading = propsBody(facts);
+    expect(loading).toEqual({
+      default_generation_settings: { id: 0, is_processing: false, params: { n_predict: -1, temperature: DEFAULT_TEMPERATURE, stop: [] } },
+      total_slots: 1,
+      model_path: '/m/tiny.gguf',
+      model_alias: 'tiny',
+      modalities: { vision: false, audio: false },
+    });
+    const view: GpuPeersView = { gpu_key: 'k', self: { pid: 1, name: 'tiny', weight: 2, share_pct: 100, busy_pct: 50, active: true }, peers: [] };
+    const ready = propsBody({ ...facts, nCtx: 256, isProcessing: true, chatTemplate: '{{ x }}', peers: view });
+    expect(ready).toMatchObject({ default_generation_settings: { n_ctx: 256, is_processing: true }, chat_template: '{{ x }}' });
+    expect(ready.opencoti).toEqual(buildPropsBlock(view, true).opencoti);
   });
 });

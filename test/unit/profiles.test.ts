@@ -3,17 +3,14 @@
 import { closeSync, fstatSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Conf from 'conf';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   DEFAULT_WEIGHT_BY_PRIORITY,
-  PROFILES_SCHEMA,
   ProfileError,
   ProfileNotFoundError,
   ProfileStore,
   deriveProfileId,
   effectiveWeight,
-  profilesConfSchema,
   validateProfile,
   validateProfilesDocument,
   type Profile,
@@ -83,59 +80,59 @@ const without = (field: keyof Profile): Record<string, unknown> => {
   return p;
 };
 
-// [what, profile, JSON path, words in the message, does the JSON schema catch it too?]
-type Case = [string, Record<string, unknown>, string, string, boolean];
+// [what, profile, JSON path, words in the message]
+type Case = [string, Record<string, unknown>, string, string];
 const cases: Case[] = [
-  ['id with capitals', { ...full(), id: 'Qwen_7B' }, 'profiles[1].id', 'a-z, 0-9', true],
-  ['id too long', { ...full(), id: 'a'.repeat(41) }, 'profiles[1].id', 'must be 1 to 40', true],
-  ['id missing', without('id'), 'profiles[1].id', 'got nothing', true],
-  ['name empty', { ...full(), name: '' }, 'profiles[1].name', 'must not be empty', true],
-  ['name blank', { ...full(), name: '   ' }, 'profiles[1].name', 'blank', true],
-  ['name not a string', { ...full(), name: 42 }, 'profiles[1].name', 'must be a string, got 42', true],
-  ['name over 47 bytes (24 é = 48 bytes)', { ...full(), name: 'é'.repeat(24) }, 'profiles[1].name', 'got 48 bytes', false],
-  ['name over 47 characters', { ...full(), name: 'a'.repeat(48) }, 'profiles[1].name', 'at most 47 bytes', true],
-  ['name with a newline', { ...full(), name: 'a\nb' }, 'profiles[1].name', 'control characters', true],
-  ['name with a lone surrogate', { ...full(), name: 'a\ud800' }, 'profiles[1].name', 'lone surrogate', false],
-  ['capabilities empty', { ...full(), capabilities: [] }, 'profiles[1].capabilities', 'at least one', true],
-  ['capabilities not a list', { ...full(), capabilities: 'chat' }, 'profiles[1].capabilities', 'must be a list', true],
-  ['capability upper-case', { ...full(), capabilities: ['chat', 'Embed'] }, 'profiles[1].capabilities[1]', 'got "Embed"', true],
-  ['capability too long', { ...full(), capabilities: ['c'.repeat(33)] }, 'profiles[1].capabilities[0]', '1 to 32', true],
-  ['capability repeated', { ...full(), capabilities: ['chat', 'chat'] }, 'profiles[1].capabilities[1]', 'repeats "chat"', true],
-  ['engine kind unknown', { ...full(), engineKind: 'vllm' }, 'profiles[1].engineKind', 'must be one of builtin, llama-server', true],
-  ['model path missing', without('modelPath'), 'profiles[1].modelPath', 'required for a llama-server engine', true],
-  ['model path null for builtin', { ...full(), engineKind: 'builtin', modelPath: null }, 'profiles[1].modelPath', 'required for a builtin engine', true],
-  ['model path empty', { ...full(), modelPath: '' }, 'profiles[1].modelPath', 'must not be empty', true],
-  ['model path not a string', { ...full(), modelPath: 7 }, 'profiles[1].modelPath', 'must be a string', true],
-  ['context 0', { ...full(), contextSize: 0 }, 'profiles[1].contextSize', 'from 1 to 10000000, got 0', true],
-  ['context too big', { ...full(), contextSize: 10_000_001 }, 'profiles[1].contextSize', 'got 10000001', true],
-  ['context fractional', { ...full(), contextSize: 4096.5 }, 'profiles[1].contextSize', 'whole number', true],
-  ['context a string', { ...full(), contextSize: '4096' }, 'profiles[1].contextSize', 'got "4096"', true],
-  ['context missing', without('contextSize'), 'profiles[1].contextSize', 'got nothing', true],
-  ['gpu layers negative', { ...full(), gpuLayers: -1 }, 'profiles[1].gpuLayers', 'from 0 to 100000', true],
-  ['gpu layers too many', { ...full(), gpuLayers: 100_001 }, 'profiles[1].gpuLayers', 'got 100001', true],
-  ['threads 0', { ...full(), threads: 0 }, 'profiles[1].threads', '≥ 1 or null', true],
-  ['threads fractional', { ...full(), threads: 1.5 }, 'profiles[1].threads', 'whole number', true],
-  ['weight 0', { ...full(), weight: 0 }, 'profiles[1].weight', 'from 0.01 to 100', true],
-  ['weight below 0.01', { ...full(), weight: 0.001 }, 'profiles[1].weight', 'got 0.001', true],
-  ['weight above 100', { ...full(), weight: 101 }, 'profiles[1].weight', 'got 101', true],
-  ['weight a string', { ...full(), weight: 'heavy' }, 'profiles[1].weight', 'got "heavy"', true],
-  ['priority unknown', { ...full(), priority: 'urgent' }, 'profiles[1].priority', 'interactive, background, lab', true],
-  ['priority missing', without('priority'), 'profiles[1].priority', 'got nothing', true],
-  ['pinned not a boolean', { ...full(), pinned: 'yes' }, 'profiles[1].pinned', 'true or false', true],
-  ['idle unload negative', { ...full(), idleUnloadMinutes: -1 }, 'profiles[1].idleUnloadMinutes', '≥ 0 or null', true],
-  ['idle unload fractional', { ...full(), idleUnloadMinutes: 0.5 }, 'profiles[1].idleUnloadMinutes', 'got 0.5', true],
-  ['args not a list', { ...full(), args: '--flash-attn' }, 'profiles[1].args', 'list of strings', true],
-  ['arg not a string', { ...full(), args: ['--ok', 3] }, 'profiles[1].args[1]', 'must be a string, got 3', true],
-  ['arg with NUL', { ...full(), args: ['a\u0000b'] }, 'profiles[1].args[0]', 'NUL', true],
-  ['env a list', { ...full(), env: ['A=1'] }, 'profiles[1].env', 'NAME: "value"', true],
-  ['env name with a digit first', { ...full(), env: { '1BAD': 'x' } }, 'profiles[1].env["1BAD"]', 'variable name', true],
-  ['env name with a dash', { ...full(), env: { 'A-B': 'x' } }, 'profiles[1].env["A-B"]', 'variable name', true],
-  ['env value not a string', { ...full(), env: { CUDA_VISIBLE_DEVICES: 0 } }, 'profiles[1].env.CUDA_VISIBLE_DEVICES', 'must be a string, got 0', true],
-  ['command empty', { ...full(), command: '' }, 'profiles[1].command', 'must not be empty', true],
-  ['command missing for a command engine', { ...full(), engineKind: 'command', modelPath: null }, 'profiles[1].command', 'required for a command engine', true],
-  ['command for a builtin engine', { ...full(), engineKind: 'builtin', command: '/bin/x' }, 'profiles[1].command', 'must be null for a builtin', true],
-  ['unknown field', { ...full(), gpus: 2 }, 'profiles[1].gpus', 'is not a profile field', true],
-  ['not an object', 'qwen' as unknown as Record<string, unknown>, 'profiles[1]', 'must be an object', true],
+  ['id with capitals', { ...full(), id: 'Qwen_7B' }, 'profiles[1].id', 'a-z, 0-9'],
+  ['id too long', { ...full(), id: 'a'.repeat(41) }, 'profiles[1].id', 'must be 1 to 40'],
+  ['id missing', without('id'), 'profiles[1].id', 'got nothing'],
+  ['name empty', { ...full(), name: '' }, 'profiles[1].name', 'must not be empty'],
+  ['name blank', { ...full(), name: '   ' }, 'profiles[1].name', 'blank'],
+  ['name not a string', { ...full(), name: 42 }, 'profiles[1].name', 'must be a string, got 42'],
+  ['name over 47 bytes (24 é = 48 bytes)', { ...full(), name: 'é'.repeat(24) }, 'profiles[1].name', 'got 48 bytes'],
+  ['name over 47 characters', { ...full(), name: 'a'.repeat(48) }, 'profiles[1].name', 'at most 47 bytes'],
+  ['name with a newline', { ...full(), name: 'a\nb' }, 'profiles[1].name', 'control characters'],
+  ['name with a lone surrogate', { ...full(), name: 'a\ud800' }, 'profiles[1].name', 'lone surrogate'],
+  ['capabilities empty', { ...full(), capabilities: [] }, 'profiles[1].capabilities', 'at least one'],
+  ['capabilities not a list', { ...full(), capabilities: 'chat' }, 'profiles[1].capabilities', 'must be a list'],
+  ['capability upper-case', { ...full(), capabilities: ['chat', 'Embed'] }, 'profiles[1].capabilities[1]', 'got "Embed"'],
+  ['capability too long', { ...full(), capabilities: ['c'.repeat(33)] }, 'profiles[1].capabilities[0]', '1 to 32'],
+  ['capability repeated', { ...full(), capabilities: ['chat', 'chat'] }, 'profiles[1].capabilities[1]', 'repeats "chat"'],
+  ['engine kind unknown', { ...full(), engineKind: 'vllm' }, 'profiles[1].engineKind', 'must be one of builtin, llama-server'],
+  ['model path missing', without('modelPath'), 'profiles[1].modelPath', 'required for a llama-server engine'],
+  ['model path null for builtin', { ...full(), engineKind: 'builtin', modelPath: null }, 'profiles[1].modelPath', 'required for a builtin engine'],
+  ['model path empty', { ...full(), modelPath: '' }, 'profiles[1].modelPath', 'must not be empty'],
+  ['model path not a string', { ...full(), modelPath: 7 }, 'profiles[1].modelPath', 'must be a string'],
+  ['context 0', { ...full(), contextSize: 0 }, 'profiles[1].contextSize', 'from 1 to 10000000, got 0'],
+  ['context too big', { ...full(), contextSize: 10_000_001 }, 'profiles[1].contextSize', 'got 10000001'],
+  ['context fractional', { ...full(), contextSize: 4096.5 }, 'profiles[1].contextSize', 'whole number'],
+  ['context a string', { ...full(), contextSize: '4096' }, 'profiles[1].contextSize', 'got "4096"'],
+  ['context missing', without('contextSize'), 'profiles[1].contextSize', 'got nothing'],
+  ['gpu layers negative', { ...full(), gpuLayers: -1 }, 'profiles[1].gpuLayers', 'from 0 to 100000'],
+  ['gpu layers too many', { ...full(), gpuLayers: 100_001 }, 'profiles[1].gpuLayers', 'got 100001'],
+  ['threads 0', { ...full(), threads: 0 }, 'profiles[1].threads', '≥ 1 or null'],
+  ['threads fractional', { ...full(), threads: 1.5 }, 'profiles[1].threads', 'whole number'],
+  ['weight 0', { ...full(), weight: 0 }, 'profiles[1].weight', 'from 0.01 to 100'],
+  ['weight below 0.01', { ...full(), weight: 0.001 }, 'profiles[1].weight', 'got 0.001'],
+  ['weight above 100', { ...full(), weight: 101 }, 'profiles[1].weight', 'got 101'],
+  ['weight a string', { ...full(), weight: 'heavy' }, 'profiles[1].weight', 'got "heavy"'],
+  ['priority unknown', { ...full(), priority: 'urgent' }, 'profiles[1].priority', 'interactive, background, lab'],
+  ['priority missing', without('priority'), 'profiles[1].priority', 'got nothing'],
+  ['pinned not a boolean', { ...full(), pinned: 'yes' }, 'profiles[1].pinned', 'true or false'],
+  ['idle unload negative', { ...full(), idleUnloadMinutes: -1 }, 'profiles[1].idleUnloadMinutes', '≥ 0 or null'],
+  ['idle unload fractional', { ...full(), idleUnloadMinutes: 0.5 }, 'profiles[1].idleUnloadMinutes', 'got 0.5'],
+  ['args not a list', { ...full(), args: '--flash-attn' }, 'profiles[1].args', 'list of strings'],
+  ['arg not a string', { ...full(), args: ['--ok', 3] }, 'profiles[1].args[1]', 'must be a string, got 3'],
+  ['arg with NUL', { ...full(), args: ['a\u0000b'] }, 'profiles[1].args[0]', 'NUL'],
+  ['env a list', { ...full(), env: ['A=1'] }, 'profiles[1].env', 'NAME: "value"'],
+  ['env name with a digit first', { ...full(), env: { '1BAD': 'x' } }, 'profiles[1].env["1BAD"]', 'variable name'],
+  ['env name with a dash', { ...full(), env: { 'A-B': 'x' } }, 'profiles[1].env["A-B"]', 'variable name'],
+  ['env value not a string', { ...full(), env: { CUDA_VISIBLE_DEVICES: 0 } }, 'profiles[1].env.CUDA_VISIBLE_DEVICES', 'must be a string, got 0'],
+  ['command empty', { ...full(), command: '' }, 'profiles[1].command', 'must not be empty'],
+  ['command missing for a command engine', { ...full(), engineKind: 'command', modelPath: null }, 'profiles[1].command', 'required for a command engine'],
+  ['command for a builtin engine', { ...full(), engineKind: 'builtin', command: '/bin/x' }, 'profiles[1].command', 'must be null for a builtin'],
+  ['unknown field', { ...full(), gpus: 2 }, 'profiles[1].gpus', 'is not a profile field'],
+  ['not an object', 'qwen' as unknown as Record<string, unknown>, 'profiles[1]', 'must be an object'],
 ];
 
 describe('validation', () => {
@@ -182,33 +179,6 @@ describe('validation', () => {
     expect(dup.message).toBe(`profiles file ${FILE}: profiles[2].id: duplicate id "qwen-7b" (also profiles[0].id)`);
     expect(validateProfilesDocument({ version: 1, profiles: [full(), other()] }, FILE).profiles.map((p) => p.id)).toEqual(['qwen-7b', 'other']);
     expect(validateProfilesDocument({ version: 1 }, FILE)).toEqual({ version: 1, profiles: [] });
-  });
-});
-
-describe('the JSON schema (what conf enforces)', () => {
-  // No `defaults` option: the schema's own defaults must make an empty store valid.
-  const schemaStore = (): Conf<Record<string, unknown>> =>
-    new Conf<Record<string, unknown>>({ cwd: tmp(), configName: 'schema-check', ...profilesConfSchema(), clearInvalidConfig: false });
-
-  it('is plain JSON data', () => {
-    expect(JSON.parse(JSON.stringify(PROFILES_SCHEMA))).toEqual(PROFILES_SCHEMA);
-  });
-
-  it('accepts what the validator accepts, filling the same defaults', () => {
-    const conf = schemaStore();
-    expect(conf.store).toEqual({ version: 1, profiles: [] });
-    conf.store = { version: 1, profiles: [full(), full({ id: 'cmd', engineKind: 'command', modelPath: null, command: 'x' })] };
-    const minimal = { id: 'm', name: 'M', capabilities: ['chat'], engineKind: 'builtin', modelPath: '/m.gguf', contextSize: 512, priority: 'lab' };
-    conf.store = { version: 1, profiles: [minimal] };
-    const stored = conf.store['profiles'] as unknown[];
-    expect(stored[0]).toEqual(validateProfile(minimal, 'p'));
-  });
-
-  it.each(cases.filter((c) => c[4]))('rejects %s', (_what, profile) => {
-    const conf = schemaStore();
-    expect(() => {
-      conf.store = structuredClone(docWith(profile));
-    }).toThrowError('Config schema violation');
   });
 });
 

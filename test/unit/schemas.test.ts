@@ -1,10 +1,14 @@
 /** The schemas every document from outside goes through: the error each API answers with names
  *  the offending path and says why, in that API's own shape. */
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
 import { ApiError, ESTIMATE_REQUEST, LAUNCH_REQUEST, parseInput, POLICY_PATCH, WEIGHT_REQUEST } from '../../electron/core/contract.js';
 import { parseCompletionRequest } from '../../electron/core/api/gateway.js';
 import { openAiErrorBody } from '../../electron/core/api/http.js';
-import type { Profile } from '../../electron/core/engines/profiles.js';
+import { toApiError } from '../../electron/core/app.js';
+import { ProfileStore, type Profile, type ProfileInput, type ProfilePatch } from '../../electron/core/engines/profiles.js';
 import { pathText } from '../../electron/core/schema.js';
 
 function refusal(call: () => unknown): ApiError {
@@ -63,4 +67,47 @@ describe('/v1 bodies', () => {
 it('writes paths as JSON paths', () => {
   expect(pathText('profiles', [2, 'env', 'A-B'])).toBe('profiles[2].env["A-B"]');
   expect(pathText('', ['messages', 0, 'content'])).toBe('messages[0].content');
+});
+
+describe('profiles', () => {
+  const dirs: string[] = [];
+  afterEach(() => dirs.splice(0).forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+  const store = (): ProfileStore => {
+    const dir = mkdtempSync(join(tmpdir(), 'gpushare-schemas-'));
+    dirs.push(dir);
+    return new ProfileStore({ dataDir: dir });
+  };
+  const input: ProfileInput = { name: 'Coder', capabilities: ['code'], engineKind: 'llama-server', modelPath: '/m.gguf', contextSize: 4096, priority: 'background' };
+
+  it('name a wrong type deep in a profile by its path, and its top-level field for /api', () => {
+    const profiles = store();
+    profiles.create(input);
+    const deep = refusal(() => {
+      try {
+        profiles.update('coder', { env: { CUDA_VISIBLE_DEVICES: '0', HF_HOME: 7 } } as unknown as ProfilePatch);
+      } catch (error) {
+        throw toApiError(error);
+      }
+    });
+    expect(deep.toBody()).toEqual({ error: { code: 'BAD_REQUEST', message: 'profile.env.HF_HOME: must be a string, got 7', field: 'env' } });
+    const item = refusal(() => {
+      try {
+        profiles.create({ ...input, name: 'Other', args: ['--ok', ['--nested']] } as unknown as ProfileInput);
+      } catch (error) {
+        throw toApiError(error);
+      }
+    });
+    expect([item.message, item.details.field]).toEqual(['profile.args[1]: must be a string, got ["--nested"]', 'args']);
+  });
+
+  it('refuse an unknown field in an input and in a patch, and a patch that is no object', () => {
+    const profiles = store();
+    expect(() => profiles.create({ ...input, gpu: 1 } as unknown as ProfileInput)).toThrowError(/^profile\.gpu: is not a profile field \(known: id, name, /);
+    profiles.create(input);
+    expect(() => profiles.update('coder', { contextsize: 512 } as unknown as ProfilePatch)).toThrowError(/^profile\.contextsize: is not a profile field/);
+    expect(() => profiles.update('coder', 'x' as unknown as ProfilePatch)).toThrowError('profile: must be an object, got "x"');
+    // A patch is checked on its own, then the profile it makes whole (a kind that needs a command).
+    expect(() => profiles.update('coder', { engineKind: 'command' })).toThrowError('profile.command: is required for a command engine');
+    expect(profiles.update('coder', { weight: undefined, gpuLayers: 12 }).gpuLayers).toBe(12);
+  });
 });

@@ -51,6 +51,8 @@ export class TokenTextStream<T> {
 export class StopMatcher {
   private held = '';
   private readonly longest: number;
+  /** The stop string that ended the generation, once one has. */
+  matched: string | null = null;
 
   constructor(private readonly stops: readonly string[]) {
     this.longest = stops.reduce((max, stop) => Math.max(max, stop.length), 0);
@@ -62,7 +64,10 @@ export class StopMatcher {
     let cut = -1;
     for (const stop of this.stops) {
       const at = buffer.indexOf(stop);
-      if (at !== -1 && (cut === -1 || at < cut)) cut = at;
+      if (at !== -1 && (cut === -1 || at < cut)) {
+        cut = at;
+        this.matched = stop;
+      }
     }
     if (cut !== -1) {
       this.held = '';
@@ -185,8 +190,17 @@ export interface Prompt {
 
 export interface GenerationResult {
   promptTokens: number;
+  /** Prompt tokens reused from the sequence's cache (not evaluated again). */
+  cachedTokens: number;
   completionTokens: number;
   finishReason: FinishReason;
+  /** The stop string (the request's or the template's) that ended it; null otherwise. */
+  stopWord: string | null;
+  /** The context's end, not the request's token limit, cut it short. */
+  contextFull: boolean;
+  /** Time in the prompt's evaluation and in the generated tokens' steps, µs. */
+  promptUs: number;
+  predictUs: number;
   aborted: boolean;
 }
 
@@ -251,6 +265,8 @@ export async function generate(
   let aborted = false;
   let firstStep = true;
   let firstTokenCounted = false;
+  let promptUs = 0;
+  let predictUs = 0;
   // The prompt's evaluation is device work too: it starts inside our window, not someone else's.
   if (steps.afterStep !== null) await steps.afterStep(0);
   const iterator = sequence.evaluate(tokens.slice(keep), options);
@@ -267,9 +283,11 @@ export async function generate(
       if (firstStep) {
         steps.counters.promptTokensTotal += tokens.length - keep;
         steps.counters.promptSecondsTotal += stepUs / 1e6;
+        promptUs = stepUs;
         firstStep = false;
       } else {
         steps.counters.tokensPredictedSecondsTotal += stepUs / 1e6;
+        predictUs += stepUs;
       }
       if (steps.afterStep !== null) await steps.afterStep(stepUs);
       if (next.done === true) {
@@ -308,5 +326,6 @@ export async function generate(
     if (tail.stopped) finishReason = 'stop';
     if (rest !== '') onText(rest);
   }
-  return { promptTokens: tokens.length, completionTokens, finishReason, aborted };
+  const contextFull = finishReason === 'length' && limit < request.maxTokens;
+  return { promptTokens: tokens.length, cachedTokens: keep, completionTokens, finishReason, stopWord: stops.matched, contextFull, promptUs, predictUs, aborted };
 }

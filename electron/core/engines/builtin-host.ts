@@ -11,8 +11,9 @@
  * - With --gpu-key it joins the registry as its own peer (pid = owner = this process), heartbeats,
  *   re-judges activity every 100 ms, and passes the cooperative gate after every decode step.
  * - HTTP (node:http): GET /health, GET /v1/models, GET /metrics (Prometheus, llama-server's names),
- *   POST /v1/chat/completions and /v1/completions, streaming (SSE) or not. One context sequence;
- *   requests are served one at a time, the others wait in FIFO order.
+ *   POST /v1/chat/completions and /v1/completions, streaming (SSE) or not; and llama-server's own
+ *   POST /completion, GET /props and GET /gpu/peers, for tools written for it. One context
+ *   sequence; requests are served one at a time, the others wait in FIFO order.
  * - Prompts and generated text are never logged: only counts, lengths and durations.
  * - It exits when its parent goes away (ppid changes, or stdin, when a pipe, ends), and on
  *   SIGTERM/SIGINT: stop accepting, let in-flight requests finish (briefly), leave the registry, exit 0.
@@ -32,6 +33,7 @@ import { monotonicUs } from '../clock.js';
 import { checkGpuKey, checkName, checkWeight, parseWholeNumber } from '../registry/validate.js';
 import { formatHostEvent, type HostEvent, type HostLogLevel } from './host-protocol.js';
 import { joinAsPacedPeer } from '../pacer/paced-peer.js';
+import type { GpuPeersView } from '../registry/view.js';
 import { OVERSHOOT_REPORT_INTERVAL_MS } from '../pacer/overshoot.js';
 import { readControlLines } from './control-protocol.js';
 import { stdinIsPipe } from '../parent-watch.js';
@@ -226,6 +228,7 @@ async function main(argv: readonly string[]): Promise<void> {
   let afterStep: AfterStep | null = null;
   let slot: number | null = null;
   let setWeight: ((weight: number) => void) | null = null;
+  let peersView: (() => GpuPeersView) | null = null;
   if (options.registry !== null) {
     const { gpuKey, weight, name } = options.registry;
     try {
@@ -233,6 +236,7 @@ async function main(argv: readonly string[]): Promise<void> {
       slot = peer.slot;
       afterStep = (stepUs) => peer.gate.afterStep(stepUs);
       setWeight = (w) => peer.setWeight(w);
+      peersView = () => peer.view();
       // Overshoot figures for the supervisor's metrics, in batches.
       const reporting = setInterval(() => {
         const overshoots = peer.gate.overshoot.take();
@@ -255,7 +259,7 @@ async function main(argv: readonly string[]): Promise<void> {
     }
   }
 
-  const host = new Host({ alias: options.alias }, afterStep, log);
+  const host = new Host({ alias: options.alias, modelPath: options.model }, afterStep, log, peersView);
   // The secret comes in the environment (never argv, which any local user can read) and leaves it.
   const secret = process.env[ENGINE_SECRET_ENV];
   delete process.env[ENGINE_SECRET_ENV];

@@ -8,7 +8,9 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { monotonicUs } from '../clock.js';
 import { hostAllowed, matchToken } from '../api/http.js';
-import { buildPrompt, FifoLock, generate, type AfterStep, type Engine, type FinishReason, type Prompt } from './builtin-decode.js';
+import type { GpuPeersView } from '../registry/view.js';
+import { buildPrompt, FifoLock, generate, type AfterStep, type Engine, type GenerationResult, type Prompt } from './builtin-decode.js';
+import { completionFinal, completionPiece, parseLlamaCompletionRequest, propsBody } from './builtin-llama.js';
 import { formatMetrics, METRICS_CONTENT_TYPE, newDecodeCounters } from './builtin-metrics.js';
 import {
   completionBody,
@@ -22,7 +24,6 @@ import {
   type Checked,
   type CompletionRequest,
   type ResponseMeta,
-  type Usage,
 } from './builtin-openai.js';
 import type { HostLogLevel } from './host-protocol.js';
 
@@ -44,8 +45,8 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
 }
 
 
-export function sendError(res: ServerResponse, status: number, code: string, message: string, headers: Record<string, string> = {}): void {
-  sendJson(res, status, errorBody(status, code, message), headers);
+export function sendError(res: ServerResponse, status: number, code: string, message: string, headers: Record<string, string> = {}, param: string | null = null): void {
+  sendJson(res, status, errorBody(status, code, message, param), headers);
 }
 
 class BodyTooLarge extends Error {}
@@ -97,7 +98,9 @@ export function doorCheck(req: Pick<IncomingMessage, 'headers' | 'method'>, door
 
 const STARTED_S = Math.floor(Date.now() / 1000);
 
-const ROUTES: Record<string, { name: 'health' | 'models' | 'metrics' | 'chat' | 'completion'; method: 'GET' | 'POST' }> = {
+type GenerationKind = 'chat' | 'completion' | 'llama-completion';
+
+const ROUTES: Record<string, { name: 'health' | 'models' | 'metrics' | 'props' | 'peers' | GenerationKind; method: 'GET' | 'POST' }> = {
   '/health': { name: 'health', method: 'GET' },
   '/v1/health': { name: 'health', method: 'GET' },
   '/v1/models': { name: 'models', method: 'GET' },
@@ -107,10 +110,23 @@ const ROUTES: Record<string, { name: 'health' | 'models' | 'metrics' | 'chat' | 
   '/chat/completions': { name: 'chat', method: 'POST' },
   '/v1/completions': { name: 'completion', method: 'POST' },
   '/completions': { name: 'completion', method: 'POST' },
+  // llama-server's own routes, for tools written against it.
+  '/completion': { name: 'llama-completion', method: 'POST' },
+  '/props': { name: 'props', method: 'GET' },
+  '/gpu/peers': { name: 'peers', method: 'GET' },
 };
 
-/** Writes a generation as SSE chunks while it runs (stream) or as one JSON object at the end. */
-class ResponseWriter {
+/** How the log names each generation route. */
+const ROUTE_LOG_NAME: Readonly<Record<GenerationKind, string>> = { chat: 'chat.completions', completion: 'completions', 'llama-completion': 'completion (llama-server)' };
+
+/** Where a generation's text goes as it comes, and how it ends. */
+interface GenerationWriter {
+  text(piece: string): void;
+  finish(result: GenerationResult): void;
+}
+
+/** Writes a generation as OpenAI's SSE chunks while it runs (stream) or as one JSON object at the end. */
+class ResponseWriter implements GenerationWriter {
   private content = '';
   private started = false;
 
@@ -118,6 +134,7 @@ class ResponseWriter {
     private readonly res: ServerResponse,
     private readonly meta: ResponseMeta,
     private readonly stream: boolean,
+    private readonly includeUsage: boolean,
   ) {}
 
   text(piece: string): void {
@@ -129,7 +146,9 @@ class ResponseWriter {
     this.event(streamChunk(this.meta, this.meta.kind === 'chat' ? { content: piece } : piece, null));
   }
 
-  finish(finishReason: FinishReason, usage: Usage, includeUsage: boolean): void {
+  finish(result: GenerationResult): void {
+    const { finishReason } = result;
+    const usage = usageOf(result.promptTokens, result.completionTokens);
     if (this.res.destroyed || this.res.writableEnded) return;
     if (!this.stream) {
       sendJson(this.res, 200, completionBody(this.meta, this.content, finishReason, usage));
@@ -137,7 +156,7 @@ class ResponseWriter {
     }
     this.start();
     this.event(streamChunk(this.meta, this.meta.kind === 'chat' ? {} : '', finishReason));
-    if (includeUsage) this.event(usageChunk(this.meta, usage));
+    if (this.includeUsage) this.event(usageChunk(this.meta, usage));
     this.res.write('data: [DONE]\n\n');
     this.res.end();
   }
@@ -151,6 +170,45 @@ class ResponseWriter {
 
   private event(data: unknown): void {
     writeEvent(this.res, data);
+  }
+}
+
+/** Writes a llama-server `/completion`: `{"content":…,"stop":false}` events while it runs and a
+ *  last one with `"stop":true` (no [DONE], as llama-server), or one JSON object at the end. */
+class LlamaCompletionWriter implements GenerationWriter {
+  private content = '';
+  private started = false;
+
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly stream: boolean,
+    private readonly final: (content: string, result: GenerationResult) => Record<string, unknown>,
+  ) {}
+
+  text(piece: string): void {
+    if (!this.stream) {
+      this.content += piece;
+      return;
+    }
+    this.start();
+    writeEvent(this.res, completionPiece(piece));
+  }
+
+  finish(result: GenerationResult): void {
+    if (this.res.destroyed || this.res.writableEnded) return;
+    if (!this.stream) {
+      sendJson(this.res, 200, this.final(this.content, result));
+      return;
+    }
+    this.start();
+    writeEvent(this.res, this.final('', result));
+    this.res.end();
+  }
+
+  private start(): void {
+    if (this.started) return;
+    this.started = true;
+    startEventStream(this.res);
   }
 }
 
@@ -170,6 +228,8 @@ function writeEvent(res: ServerResponse, data: unknown): void {
 export interface ServedModel {
   /** The name /v1/models lists and responses carry when the client named none. */
   alias: string;
+  /** The GGUF file, as given (`/props`' model_path). */
+  modelPath: string;
 }
 
 export type HostLog = (level: HostLogLevel, message: string) => void;
@@ -188,6 +248,8 @@ export class Host {
     private readonly served: ServedModel,
     private readonly afterStep: AfterStep | null,
     private readonly log: HostLog,
+    /** Our device's registry peers (`/gpu/peers`); null when the engine did not join a registry. */
+    private readonly peers: (() => GpuPeersView) | null,
   ) {}
 
   get isStopping(): boolean {
@@ -251,14 +313,52 @@ export class Host {
         res.end(text);
         return;
       }
+      case 'props': {
+        const engine = this.engine;
+        sendJson(
+          res,
+          200,
+          propsBody({
+            alias: this.served.alias,
+            modelPath: this.served.modelPath,
+            nCtx: engine?.sequence.contextSize ?? null,
+            isProcessing: this.lock.busy,
+            chatTemplate: engine?.model.fileInfo.metadata.tokenizer.chat_template ?? null,
+            peers: this.peersView(),
+          }),
+        );
+        return;
+      }
+      case 'peers': {
+        if (this.peers === null) {
+          sendError(res, 404, 'not_found', 'this engine has not joined a GPU registry (started without --gpu-key, or the registry refused it)');
+          return;
+        }
+        const view = this.peersView();
+        if (view === null) sendError(res, 503, 'unavailable', 'the GPU registry could not be read');
+        else sendJson(res, 200, view);
+        return;
+      }
       case 'chat':
       case 'completion':
+      case 'llama-completion':
         await this.generation(route.name, req, res);
         return;
     }
   }
 
-  private async generation(kind: 'chat' | 'completion', req: IncomingMessage, res: ServerResponse): Promise<void> {
+  /** The registry view, or null when there is none or it cannot be read now (logged). */
+  private peersView(): GpuPeersView | null {
+    if (this.peers === null) return null;
+    try {
+      return this.peers();
+    } catch (error) {
+      this.log('warn', `the registry could not be read: ${errorText(error)}`);
+      return null;
+    }
+  }
+
+  private async generation(kind: GenerationKind, req: IncomingMessage, res: ServerResponse): Promise<void> {
     let raw: string;
     try {
       raw = await readBody(req);
@@ -273,9 +373,9 @@ export class Host {
       sendError(res, 400, 'invalid_request', 'the body is not valid JSON');
       return;
     }
-    const parsed: Checked<ChatRequest | CompletionRequest> = kind === 'chat' ? parseChatRequest(body) : parseCompletionRequest(body);
+    const parsed: Checked<ChatRequest | CompletionRequest> = kind === 'chat' ? parseChatRequest(body) : kind === 'completion' ? parseCompletionRequest(body) : parseLlamaCompletionRequest(body);
     if (!parsed.ok) {
-      sendError(res, 400, 'invalid_request', parsed.message);
+      sendError(res, 400, 'invalid_request', parsed.message, {}, parsed.param);
       return;
     }
     const request = parsed.value;
@@ -296,11 +396,11 @@ export class Host {
       return;
     }
     if (prompt.tokens.length === 0) {
-      sendError(res, 400, 'invalid_request', 'the prompt is empty');
+      sendError(res, 400, 'invalid_request', 'the prompt is empty', {}, request.kind === 'chat' ? 'messages' : 'prompt');
       return;
     }
     if (prompt.tokens.length >= engine.sequence.contextSize) {
-      sendError(res, 400, 'invalid_request', `the prompt is ${prompt.tokens.length} tokens; the context holds ${engine.sequence.contextSize}`);
+      sendError(res, 400, 'invalid_request', `the prompt is ${prompt.tokens.length} tokens; the context holds ${engine.sequence.contextSize}`, {}, request.kind === 'chat' ? 'messages' : 'prompt');
       return;
     }
 
@@ -324,23 +424,26 @@ export class Host {
       // The model as the client named it (the gateway passes its name on), else our alias.
       const asked = (body as { model?: unknown }).model;
       const model = typeof asked === 'string' && asked !== '' ? asked.slice(0, 256) : this.served.alias;
-      const stream = new ResponseWriter(res, { kind, id, created, model }, request.stream);
-      const result = await generate(engine, prompt, request, controller.signal, (text) => stream.text(text), { afterStep: this.afterStep, counters: this.counters, arrivedUs: started });
-      const usage = usageOf(result.promptTokens, result.completionTokens);
+      const nCtx = engine.sequence.contextSize;
+      const writer: GenerationWriter =
+        kind === 'llama-completion' && request.kind === 'completion'
+          ? new LlamaCompletionWriter(res, request.stream, (content, result) => completionFinal(content, request, result, nCtx, model))
+          : new ResponseWriter(res, { kind: request.kind, id, created, model }, request.stream, request.includeUsage);
+      const result = await generate(engine, prompt, request, controller.signal, (text) => writer.text(text), { afterStep: this.afterStep, counters: this.counters, arrivedUs: started });
       if (result.aborted && controller.signal.reason instanceof ShuttingDown && !request.stream) {
         sendError(res, 503, 'unavailable', 'the engine is shutting down');
       } else if (!result.aborted || controller.signal.reason instanceof ShuttingDown) {
-        stream.finish(result.finishReason, usage, request.includeUsage);
+        writer.finish(result);
       }
       const seconds = ((monotonicUs() - started) / 1e6).toFixed(2);
       const shape = request.kind === 'chat' ? `${request.messages.length} message${request.messages.length === 1 ? '' : 's'}` : `${request.prompt.length} prompt chars`;
       this.log(
         'info',
-        `${kind === 'chat' ? 'chat.completions' : 'completions'}: ${shape}, ${result.promptTokens} prompt tokens, ${result.completionTokens} completion tokens, ` +
+        `${ROUTE_LOG_NAME[kind]}: ${shape}, ${result.promptTokens} prompt tokens, ${result.completionTokens} completion tokens, ` +
           `finish ${result.aborted ? 'aborted' : result.finishReason}, ${request.stream ? 'stream' : 'json'}, ${seconds} s`,
       );
     } catch (error) {
-      this.log('error', `${kind === 'chat' ? 'chat.completions' : 'completions'} failed: ${errorText(error)}`);
+      this.log('error', `${ROUTE_LOG_NAME[kind]} failed: ${errorText(error)}`);
       if (!res.headersSent) sendError(res, 500, 'internal_error', errorText(error));
       else if (!res.writableEnded) {
         res.write(`data: ${JSON.stringify(errorBody(500, 'internal_error', errorText(error)))}\n\n`);

@@ -32,7 +32,11 @@ export interface CompletionRequest extends SamplingRequest {
   prompt: string;
 }
 
-export type Checked<T> = { ok: true; value: T } | { ok: false; message: string };
+/** A checked body, or why not: the message names the field, `param` is that field (null: the
+ *  whole body), as OpenAI's errors carry it. */
+export type Checked<T> = { ok: true; value: T } | { ok: false; message: string; param: string | null };
+
+const refuse = (param: string | null, message: string): { ok: false; message: string; param: string | null } => ({ ok: false, message, param });
 
 export const DEFAULT_MAX_TOKENS = 128;
 export const DEFAULT_TEMPERATURE = 0.8;
@@ -46,39 +50,39 @@ function parseSampling(body: Record<string, unknown>, maxTokenKeys: readonly str
   for (const key of maxTokenKeys) {
     const raw = body[key];
     if (!present(raw)) continue;
-    if (typeof raw !== 'number' || !Number.isInteger(raw) || raw < 1 || raw > 1_000_000) return { ok: false, message: `${key} must be a whole number ≥ 1` };
+    if (typeof raw !== 'number' || !Number.isInteger(raw) || raw < 1 || raw > 1_000_000) return refuse(key, `${key} must be a whole number ≥ 1`);
     maxTokens = raw;
     break;
   }
   const temperature = body['temperature'];
   if (present(temperature) && (typeof temperature !== 'number' || !Number.isFinite(temperature) || temperature < 0 || temperature > 100)) {
-    return { ok: false, message: 'temperature must be a number ≥ 0' };
+    return refuse('temperature', 'temperature must be a number ≥ 0');
   }
   const topP = body['top_p'];
-  if (present(topP) && (typeof topP !== 'number' || !Number.isFinite(topP) || topP < 0 || topP > 1)) return { ok: false, message: 'top_p must be a number between 0 and 1' };
+  if (present(topP) && (typeof topP !== 'number' || !Number.isFinite(topP) || topP < 0 || topP > 1)) return refuse('top_p', 'top_p must be a number between 0 and 1');
   const topK = body['top_k'];
-  if (present(topK) && (typeof topK !== 'number' || !Number.isInteger(topK) || topK < 0)) return { ok: false, message: 'top_k must be a whole number ≥ 0' };
+  if (present(topK) && (typeof topK !== 'number' || !Number.isInteger(topK) || topK < 0)) return refuse('top_k', 'top_k must be a whole number ≥ 0');
   const seed = body['seed'];
-  if (present(seed) && (typeof seed !== 'number' || !Number.isSafeInteger(seed))) return { ok: false, message: 'seed must be an integer' };
+  if (present(seed) && (typeof seed !== 'number' || !Number.isSafeInteger(seed))) return refuse('seed', 'seed must be an integer');
   const n = body['n'];
-  if (present(n) && n !== 1) return { ok: false, message: 'n must be 1 (one choice per request)' };
+  if (present(n) && n !== 1) return refuse('n', 'n must be 1 (one choice per request)');
 
   const stopRaw = body['stop'];
   let stop: string[] = [];
   if (typeof stopRaw === 'string') stop = [stopRaw];
   else if (Array.isArray(stopRaw)) {
-    if (!stopRaw.every((item): item is string => typeof item === 'string')) return { ok: false, message: 'stop must be a string or an array of strings' };
+    if (!stopRaw.every((item): item is string => typeof item === 'string')) return refuse('stop', 'stop must be a string or an array of strings');
     stop = stopRaw;
-  } else if (present(stopRaw)) return { ok: false, message: 'stop must be a string or an array of strings' };
-  if (stop.length > MAX_STOPS) return { ok: false, message: `stop may hold at most ${MAX_STOPS} strings` };
+  } else if (present(stopRaw)) return refuse('stop', 'stop must be a string or an array of strings');
+  if (stop.length > MAX_STOPS) return refuse('stop', `stop may hold at most ${MAX_STOPS} strings`);
   stop = stop.filter((item) => item !== '');
 
   const stream = body['stream'];
-  if (present(stream) && typeof stream !== 'boolean') return { ok: false, message: 'stream must be a boolean' };
+  if (present(stream) && typeof stream !== 'boolean') return refuse('stream', 'stream must be a boolean');
   const streamOptions = body['stream_options'];
-  if (present(streamOptions) && !isRecord(streamOptions)) return { ok: false, message: 'stream_options must be an object' };
+  if (present(streamOptions) && !isRecord(streamOptions)) return refuse('stream_options', 'stream_options must be an object');
   const includeUsage = isRecord(streamOptions) ? streamOptions['include_usage'] : undefined;
-  if (present(includeUsage) && typeof includeUsage !== 'boolean') return { ok: false, message: 'stream_options.include_usage must be a boolean' };
+  if (present(includeUsage) && typeof includeUsage !== 'boolean') return refuse('stream_options.include_usage', 'stream_options.include_usage must be a boolean');
 
   return {
     ok: true,
@@ -101,26 +105,26 @@ function messageContent(content: unknown, index: number): Checked<string> {
     const parts: string[] = [];
     for (const part of content) {
       if (!isRecord(part) || part['type'] !== 'text' || typeof part['text'] !== 'string') {
-        return { ok: false, message: `messages[${index}].content parts must be {"type":"text","text":"…"}` };
+        return refuse(`messages[${index}].content`, `messages[${index}].content parts must be {"type":"text","text":"…"}`);
       }
       parts.push(part['text']);
     }
     return { ok: true, value: parts.join('') };
   }
-  return { ok: false, message: `messages[${index}].content must be a string or an array of text parts` };
+  return refuse(`messages[${index}].content`, `messages[${index}].content must be a string or an array of text parts`);
 }
 
 /** Validate a /v1/chat/completions body. Pure. */
 export function parseChatRequest(body: unknown): Checked<ChatRequest> {
-  if (!isRecord(body)) return { ok: false, message: 'the body must be a JSON object' };
+  if (!isRecord(body)) return refuse(null, 'the body must be a JSON object');
   const messagesRaw = body['messages'];
-  if (!Array.isArray(messagesRaw) || messagesRaw.length === 0) return { ok: false, message: 'messages must be a non-empty array' };
+  if (!Array.isArray(messagesRaw) || messagesRaw.length === 0) return refuse('messages', 'messages must be a non-empty array');
   const messages: ChatMessage[] = [];
   for (const [index, message] of messagesRaw.entries()) {
-    if (!isRecord(message)) return { ok: false, message: `messages[${index}] must be an object` };
+    if (!isRecord(message)) return refuse(`messages[${index}]`, `messages[${index}] must be an object`);
     const role = message['role'];
     const mapped = role === 'system' || role === 'developer' ? 'system' : role === 'user' ? 'user' : role === 'assistant' ? 'assistant' : null;
-    if (mapped === null) return { ok: false, message: `messages[${index}].role must be "system", "user" or "assistant"` };
+    if (mapped === null) return refuse(`messages[${index}].role`, `messages[${index}].role must be "system", "user" or "assistant"`);
     if (mapped === 'assistant' && message['content'] === null) {
       messages.push({ role: mapped, content: '' });
       continue;
@@ -136,10 +140,10 @@ export function parseChatRequest(body: unknown): Checked<ChatRequest> {
 
 /** Validate a /v1/completions body. Pure. */
 export function parseCompletionRequest(body: unknown): Checked<CompletionRequest> {
-  if (!isRecord(body)) return { ok: false, message: 'the body must be a JSON object' };
+  if (!isRecord(body)) return refuse(null, 'the body must be a JSON object');
   let prompt = body['prompt'];
   if (Array.isArray(prompt) && prompt.length === 1 && typeof prompt[0] === 'string') prompt = prompt[0];
-  if (typeof prompt !== 'string') return { ok: false, message: 'prompt must be a string (or an array of one string)' };
+  if (typeof prompt !== 'string') return refuse('prompt', 'prompt must be a string (or an array of one string)');
   const sampling = parseSampling(body, ['max_tokens', 'n_predict']);
   if (!sampling.ok) return sampling;
   return { ok: true, value: { kind: 'completion', prompt, ...sampling.value } };
@@ -190,10 +194,11 @@ export function usageChunk(meta: ResponseMeta, usage: Usage): Record<string, unk
 }
 
 export interface OpenAiErrorBody {
-  error: { message: string; type: string; param: null; code: string };
+  error: { message: string; type: string; param: string | null; code: string };
 }
 
-/** Errors as OpenAI's API shapes them (llama-server's shape too). */
-export function errorBody(status: number, code: string, message: string): OpenAiErrorBody {
-  return { error: { message, type: status >= 500 ? 'server_error' : 'invalid_request_error', param: null, code } };
+/** Errors as OpenAI's API shapes them (llama-server's shape too); `param` names the field of the
+ *  body that was refused. */
+export function errorBody(status: number, code: string, message: string, param: string | null = null): OpenAiErrorBody {
+  return { error: { message, type: status >= 500 ? 'server_error' : 'invalid_request_error', param, code } };
 }

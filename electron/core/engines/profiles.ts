@@ -3,89 +3,27 @@
  * `{ "version": 1, "profiles": [...] }`, read and written through `conf` (the CLI, `gpu-share
  * serve` and the app alike).
  *
- * Two validators guard it and must agree: `PROFILES_SCHEMA` (ajv, inside conf, on
- * every read and write) and the hand-written `validateProfile` / `validateProfilesDocument`, which
- * return typed values and say in plain words which JSON path is wrong. The hand validator is the
- * stricter of the two (a name's limit is 47 UTF-8 *bytes*, ids must be unique, text must be
- * well-formed Unicode: none of that is expressible in JSON schema), and it runs first.
+ * One valibot schema guards it (PROFILES_DOCUMENT, of PROFILE), on every read and before every
+ * write; the types are inferred from it, and its messages say in plain words which JSON path is
+ * wrong. conf only stores the file (atomically, owner-only).
  *
- * A file that is not valid JSON or breaks either validator is never lost: the store copies it to
+ * A file that is not valid JSON or breaks the schema is never lost: the store copies it to
  * `profiles.json.bad-<timestamp>` beside it, starts from an empty list and reports the problem in
  * `loadProblem`.
  */
 import { readFileSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import Conf from 'conf';
+import * as v from 'valibot';
 import { WEIGHT_MAX, WEIGHT_MIN } from '../contract.js';
 import { backupCopy } from '../data-files.js';
 import { PRIORITIES, type Priority } from '../planner/policy.js';
+import { describeValue, examine, got, isRecord, ownRecord, pathText, strictRecord } from '../schema.js';
 
 export type { Priority } from '../planner/policy.js';
 
-export type EngineKind = 'builtin' | 'llama-server' | 'llamafile' | 'opencoti-llamafile' | 'command';
-export const ENGINE_KINDS: readonly EngineKind[] = ['builtin', 'llama-server', 'llamafile', 'opencoti-llamafile', 'command'];
-
-/** A stored profile: every field present, defaults filled. (A type alias, not an interface, so
- *  that it is assignable to conf's `Record<string, unknown>` constraint.) */
-export type Profile = {
-  /** Slug `[a-z0-9-]{1,40}`, unique in the file. */
-  id: string;
-  /** 1..47 bytes of UTF-8, no control characters: it becomes the registry display name (char[48]). */
-  name: string;
-  /** Non-empty, no duplicates, each `[a-z0-9._-]{1,32}`. */
-  capabilities: string[];
-  engineKind: EngineKind;
-  /** The model file. Required (non-empty) except for the 'command' kind, where it may be null. */
-  modelPath: string | null;
-  /** Integer 1..10_000_000. */
-  contextSize: number;
-  /** Integer 0..100_000; 99 (the default) means all layers. */
-  gpuLayers: number;
-  /** Integer ≥ 1, or null = the engine decides. */
-  threads: number | null;
-  /** 0.01..100, or null = `DEFAULT_WEIGHT_BY_PRIORITY[priority]`. */
-  weight: number | null;
-  priority: Priority;
-  /** Never evicted by the planner. */
-  pinned: boolean;
-  /** Integer ≥ 0, or null = never unload when idle. */
-  idleUnloadMinutes: number | null;
-  /** Extra arguments appended to the engine's command line. */
-  args: string[];
-  /** Extra environment; names `[A-Za-z_][A-Za-z0-9_]*`. */
-  env: Record<string, string>;
-  /** The executable for 'command' (required), 'llama-server', 'llamafile', 'opencoti-llamafile'
-   *  (null = the kind's default executable); always null for 'builtin'. */
-  command: string | null;
-};
-
-export type ProfilesDocument = {
-  version: 1;
-  profiles: Profile[];
-};
-
-/** What `ProfileStore.create` takes: the fields without a default are required. */
-export type ProfileInput = {
-  /** Derived from the name when absent. */
-  id?: string;
-  name: string;
-  capabilities: string[];
-  engineKind: EngineKind;
-  modelPath?: string | null;
-  contextSize: number;
-  gpuLayers?: number;
-  threads?: number | null;
-  weight?: number | null;
-  priority: Priority;
-  pinned?: boolean;
-  idleUnloadMinutes?: number | null;
-  args?: string[];
-  env?: Record<string, string>;
-  command?: string | null;
-};
-
-/** What `ProfileStore.update` takes: any field but the id. */
-export type ProfilePatch = Partial<Omit<ProfileInput, 'id'>>;
+export const ENGINE_KINDS = ['builtin', 'llama-server', 'llamafile', 'opencoti-llamafile', 'command'] as const;
+export type EngineKind = (typeof ENGINE_KINDS)[number];
 
 export const PROFILES_DOCUMENT_VERSION = 1;
 export const PROFILE_ID_MAX = 40;
@@ -102,98 +40,154 @@ export function effectiveWeight(profile: Pick<Profile, 'weight' | 'priority'>): 
 }
 
 // ---------------------------------------------------------------------------------------------
-// JSON schema (draft 2020-12, as conf 15 compiles it with ajv: allErrors,
-// useDefaults, strict). Plain data, no imports: the Electron shell passes the same object.
+// The schema (valibot, see ../schema.ts): one per document, the types inferred from it. It says in
+// plain words which JSON path is wrong; the model file itself is checked by the core, which needs
+// the file system.
 
-const ID_PATTERN = '^[a-z0-9-]{1,40}$';
-const CAPABILITY_PATTERN = '^[a-z0-9._-]{1,32}$';
-const ENV_NAME_PATTERN = '^[A-Za-z_][A-Za-z0-9_]*$';
-/** At least one non-space character, no C0 control characters or DEL. */
-const NAME_PATTERN = '^(?=.*\\S)[^\\u0000-\\u001f\\u007f]+$';
-/** No NUL: it cannot pass through argv, environment or a path. */
-const NO_NUL_PATTERN = '^[^\\u0000]*$';
+const ID_RE = /^[a-z0-9-]{1,40}$/;
+const CAPABILITY_RE = /^[a-z0-9._-]{1,32}$/;
+const ENV_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const CONTROL_RE = /[\u0000-\u001f\u007f]/u;
+const LONE_SURROGATE_RE = /\p{Cs}/u;
+const utf8Bytes = (text: string): number => new TextEncoder().encode(text).length;
 
-const nonEmptyText = { type: 'string', minLength: 1, pattern: NO_NUL_PATTERN } as const;
+/** A string that can pass through argv, the environment and a path: no NUL, well-formed Unicode. */
+const TEXT = v.pipe(
+  v.string(got('must be a string')),
+  v.check((text) => !text.includes('\u0000'), 'must not contain a NUL character'),
+  v.check((text) => !LONE_SURROGATE_RE.test(text), 'must be well-formed Unicode (it holds a lone surrogate)'),
+);
+const NON_EMPTY_TEXT = v.pipe(TEXT, v.minLength(1, 'must not be empty'));
 
-/** One profile. Fields with a `default` may be missing in a hand-written file (ajv fills them
- *  in, and so does `validateProfile`). */
-export const PROFILE_SCHEMA = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['id', 'name', 'capabilities', 'engineKind', 'contextSize', 'priority'],
-  properties: {
-    id: { type: 'string', pattern: ID_PATTERN },
-    // maxLength counts code points; the real limit, 47 UTF-8 bytes, is checked by validateProfile.
-    name: { type: 'string', minLength: 1, maxLength: PROFILE_NAME_MAX_BYTES, pattern: NAME_PATTERN },
-    capabilities: { type: 'array', minItems: 1, uniqueItems: true, items: { type: 'string', pattern: CAPABILITY_PATTERN } },
-    engineKind: { type: 'string', enum: ENGINE_KINDS },
-    modelPath: { anyOf: [nonEmptyText, { type: 'null' }], default: null },
-    contextSize: { type: 'integer', minimum: 1, maximum: CONTEXT_SIZE_MAX },
-    gpuLayers: { type: 'integer', minimum: 0, maximum: GPU_LAYERS_MAX, default: DEFAULT_GPU_LAYERS },
-    threads: { anyOf: [{ type: 'integer', minimum: 1 }, { type: 'null' }], default: null },
-    weight: { anyOf: [{ type: 'number', minimum: WEIGHT_MIN, maximum: WEIGHT_MAX }, { type: 'null' }], default: null },
-    priority: { type: 'string', enum: PRIORITIES },
-    pinned: { type: 'boolean', default: false },
-    idleUnloadMinutes: { anyOf: [{ type: 'integer', minimum: 0 }, { type: 'null' }], default: null },
-    args: { type: 'array', items: { type: 'string', pattern: NO_NUL_PATTERN }, default: [] },
-    env: {
-      type: 'object',
-      propertyNames: { pattern: ENV_NAME_PATTERN },
-      additionalProperties: { type: 'string', pattern: NO_NUL_PATTERN },
-      default: {},
-    },
-    command: { anyOf: [nonEmptyText, { type: 'null' }], default: null },
-  },
-  // The `then` parts list their field as required: ajv may check them before `properties` has
-  // filled the defaults in, and an absent field would pass vacuously.
-  allOf: [
-    {
-      // Every kind but 'command' needs a model file.
-      if: { properties: { engineKind: { not: { const: 'command' } } }, required: ['engineKind'] },
-      then: { required: ['modelPath'], properties: { modelPath: nonEmptyText } },
-    },
-    {
-      // A command engine needs its executable.
-      if: { properties: { engineKind: { const: 'command' } }, required: ['engineKind'] },
-      then: { required: ['command'], properties: { command: nonEmptyText } },
-    },
-    {
-      // The built-in engine runs in Node: there is no executable to name.
-      if: { properties: { engineKind: { const: 'builtin' } }, required: ['engineKind'] },
-      then: { properties: { command: { type: 'null' } } },
-    },
-  ],
-} as const;
+const wholeNumber = (min: number, max: number | null, orNull: string | null) => {
+  const message = got(`must be a whole number ${max === null ? `≥ ${min}` : `from ${min} to ${max}`}${orNull === null ? '' : ` or null (${orNull})`}`);
+  const number = v.pipe(v.number(message), v.safeInteger(message), v.minValue(min, message));
+  return max === null ? number : v.pipe(number, v.maxValue(max, message));
+};
 
-/** The whole stored document. `__internal__` is where conf keeps migration state
- *  (only when migrations are configured); it is tolerated, never interpreted. */
-export const PROFILES_SCHEMA = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['version', 'profiles'],
-  properties: {
-    version: { type: 'integer', const: PROFILES_DOCUMENT_VERSION, default: PROFILES_DOCUMENT_VERSION },
-    profiles: { type: 'array', items: PROFILE_SCHEMA, default: [] },
-    __internal__: { type: 'object' },
-  },
-} as const;
+const PROFILE_ID = v.pipe(v.string(got(`must be 1 to ${PROFILE_ID_MAX} characters of a-z, 0-9 and '-'`)), v.regex(ID_RE, got(`must be 1 to ${PROFILE_ID_MAX} characters of a-z, 0-9 and '-'`)));
+const capabilityMessage = got("must be 1 to 32 characters of a-z, 0-9, '.', '_' and '-'");
+const weightMessage = got(`must be a number from ${WEIGHT_MIN} to ${WEIGHT_MAX} or null (the priority's default)`);
 
-/** PROFILES_SCHEMA split the way conf takes it: `schema` is the `properties`
- *  object, `rootSchema` everything else at the top level. */
-export function profilesConfSchema(): {
-  schema: (typeof PROFILES_SCHEMA)['properties'];
-  rootSchema: Omit<typeof PROFILES_SCHEMA, 'properties' | 'type'>;
-} {
-  const { properties, type: _type, ...rootSchema } = PROFILES_SCHEMA;
-  return { schema: properties, rootSchema };
+/** A profile's fields. Those with a default may be missing (a hand-written file, a form). */
+const PROFILE_FIELDS = {
+  /** Slug `[a-z0-9-]{1,40}`, unique in the file. */
+  id: PROFILE_ID,
+  /** 1..47 bytes of UTF-8, no control characters: it becomes the registry display name (char[48]). */
+  name: v.pipe(
+    TEXT,
+    v.check((name) => name.trim() !== '', 'must not be empty or blank'),
+    v.check((name) => utf8Bytes(name) <= PROFILE_NAME_MAX_BYTES, (issue) => `must be at most ${PROFILE_NAME_MAX_BYTES} bytes of UTF-8 (it is the registry display name), got ${utf8Bytes(String(issue.input))} bytes`),
+    v.check((name) => !CONTROL_RE.test(name), 'must not contain control characters'),
+  ),
+  /** Non-empty, no duplicates, each `[a-z0-9._-]{1,32}`. */
+  capabilities: v.pipe(
+    v.array(v.pipe(v.string(capabilityMessage), v.regex(CAPABILITY_RE, capabilityMessage)), got('must be a list of capability names')),
+    v.minLength(1, 'must name at least one capability'),
+    v.checkItems((capability, index, all) => all.indexOf(capability) === index, (issue) => `repeats ${describeValue(issue.input)}`),
+  ),
+  engineKind: v.picklist(ENGINE_KINDS, got(`must be one of ${ENGINE_KINDS.join(', ')}`)),
+  /** The model file. Required except for the 'command' kind, where it may be null. */
+  modelPath: v.nullish(NON_EMPTY_TEXT, null),
+  contextSize: wholeNumber(1, CONTEXT_SIZE_MAX, null),
+  /** 99 (the default) means all layers. */
+  gpuLayers: v.optional(wholeNumber(0, GPU_LAYERS_MAX, null), DEFAULT_GPU_LAYERS),
+  /** null = the engine decides. */
+  threads: v.nullish(wholeNumber(1, null, 'the engine decides'), null),
+  /** null = `DEFAULT_WEIGHT_BY_PRIORITY[priority]`. */
+  weight: v.nullish(v.pipe(v.number(weightMessage), v.finite(weightMessage), v.minValue(WEIGHT_MIN, weightMessage), v.maxValue(WEIGHT_MAX, weightMessage)), null),
+  priority: v.picklist(PRIORITIES, got(`must be one of ${PRIORITIES.join(', ')}`)),
+  /** Never evicted by the planner. */
+  pinned: v.optional(v.boolean(got('must be true or false')), false),
+  /** null = never unload when idle. */
+  idleUnloadMinutes: v.nullish(wholeNumber(0, null, 'never unload'), null),
+  /** Extra arguments appended to the engine's command line. */
+  args: v.optional(v.array(TEXT, got('must be a list of strings')), () => []),
+  /** Extra environment; names `[A-Za-z_][A-Za-z0-9_]*`. */
+  env: v.optional(
+    ownRecord((name) => ENV_NAME_RE.test(name), "is not a valid variable name (letters, digits and '_', not starting with a digit)", TEXT, 'must be an object of NAME: "value" strings'),
+    () => ({}),
+  ),
+  /** The executable for 'command' (required), 'llama-server', 'llamafile', 'opencoti-llamafile'
+   *  (null = the kind's default executable); always null for 'builtin'. */
+  command: v.nullish(NON_EMPTY_TEXT, null),
+};
+const PROFILE_FIELD_NAMES = Object.keys(PROFILE_FIELDS).join(', ');
+const notAProfileField = (): string => `is not a profile field (known: ${PROFILE_FIELD_NAMES})`;
+
+type KindFields = { engineKind: EngineKind; modelPath: string | null; command: string | null };
+
+/** The rules between a profile's kind and its model and command, checked once each field is right. */
+function kindRules<TProfile extends KindFields>() {
+  return v.rawCheck<TProfile>(({ dataset, addIssue }) => {
+    if (!dataset.typed) return;
+    const profile = dataset.value;
+    const fail = (field: 'modelPath' | 'command', message: string): void =>
+      addIssue({ message, input: profile[field], path: [{ type: 'object', origin: 'value', input: profile, key: field, value: profile[field] }] });
+    if (profile.engineKind !== 'command' && profile.modelPath === null) fail('modelPath', `is required for a ${profile.engineKind} engine (only a command engine may have none)`);
+    else if (profile.engineKind === 'command' && profile.command === null) fail('command', 'is required for a command engine: the executable to run');
+    else if (profile.engineKind === 'builtin' && profile.command !== null) fail('command', 'must be null for a builtin engine (it runs inside GPU Share)');
+  });
 }
+
+/** A stored profile: every field present, defaults filled. */
+export const PROFILE = v.pipe(strictRecord(PROFILE_FIELDS, 'an object', notAProfileField), kindRules<v.InferOutput<v.StrictObjectSchema<typeof PROFILE_FIELDS, undefined>>>());
+export type Profile = v.InferOutput<typeof PROFILE>;
+
+const PROFILE_INPUT_FIELDS = { ...PROFILE_FIELDS, id: v.optional(PROFILE_ID) };
+/** What `ProfileStore.create` takes: the stored profile's fields, the id derived from the name
+ *  when absent. */
+export const PROFILE_INPUT = v.pipe(strictRecord(PROFILE_INPUT_FIELDS, 'an object', notAProfileField), kindRules<v.InferOutput<v.StrictObjectSchema<typeof PROFILE_INPUT_FIELDS, undefined>>>());
+export type ProfileInput = v.InferInput<v.StrictObjectSchema<typeof PROFILE_INPUT_FIELDS, undefined>>;
+
+const { id: _id, ...PATCHABLE_FIELDS } = PROFILE_FIELDS;
+const PATCH_FIELDS = Object.fromEntries(Object.entries(PATCHABLE_FIELDS).map(([name, schema]) => [name, v.optional(schema)])) as {
+  [K in keyof typeof PATCHABLE_FIELDS]: v.OptionalSchema<(typeof PATCHABLE_FIELDS)[K], undefined>;
+};
+/** What `ProfileStore.update` takes: any field but the id, each checked on its own (the result is
+ *  then checked whole, as a PROFILE). */
+export const PROFILE_PATCH = strictRecord(PATCH_FIELDS, 'an object', notAProfileField);
+export type ProfilePatch = v.InferInput<typeof PROFILE_PATCH>;
+
+/** The whole stored document; ids unique. `__internal__` is where conf keeps migration state (only
+ *  when migrations are configured); it is tolerated, never interpreted. */
+export const PROFILES_DOCUMENT = v.pipe(
+  strictRecord(
+    {
+      version: v.literal(PROFILES_DOCUMENT_VERSION, got(`must be ${PROFILES_DOCUMENT_VERSION}`)),
+      profiles: v.optional(v.array(PROFILE, got('must be a list of profiles')), () => []),
+      __internal__: v.optional(v.unknown()),
+    },
+    'an object {"version": 1, "profiles": [...]}',
+    () => 'is not a field of the profiles document (known: version, profiles)',
+  ),
+  v.rawCheck(({ dataset, addIssue }) => {
+    if (!dataset.typed) return;
+    const seen = new Map<string, number>();
+    dataset.value.profiles.forEach((profile, index) => {
+      const earlier = seen.get(profile.id);
+      if (earlier === undefined) {
+        seen.set(profile.id, index);
+        return;
+      }
+      const list = dataset.value.profiles;
+      addIssue({
+        message: `duplicate id "${profile.id}" (also profiles[${earlier}].id)`,
+        input: profile.id,
+        path: [
+          { type: 'object', origin: 'value', input: dataset.value, key: 'profiles', value: list },
+          { type: 'array', origin: 'value', input: list, key: index, value: profile },
+          { type: 'object', origin: 'value', input: profile, key: 'id', value: profile.id },
+        ],
+      });
+    });
+  }),
+);
+export type ProfilesDocument = { version: typeof PROFILES_DOCUMENT_VERSION; profiles: Profile[] };
 
 export function emptyProfilesDocument(): ProfilesDocument {
   return { version: PROFILES_DOCUMENT_VERSION, profiles: [] };
 }
-
-// ---------------------------------------------------------------------------------------------
-// Hand-written validation.
 
 export class ProfileError extends Error {
   constructor(
@@ -218,206 +212,25 @@ export class ProfileNotFoundError extends Error {
   }
 }
 
-const ID_RE = new RegExp(ID_PATTERN);
-const CAPABILITY_RE = new RegExp(CAPABILITY_PATTERN);
-const ENV_NAME_RE = new RegExp(ENV_NAME_PATTERN);
-const CONTROL_RE = /[\u0000-\u001f\u007f]/u;
-const LONE_SURROGATE_RE = /\p{Cs}/u;
-const IDENTIFIER_RE = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
-
-const PROFILE_FIELDS: ReadonlySet<string> = new Set(Object.keys(PROFILE_SCHEMA.properties));
-
-/** A short rendering of a bad value for a message. */
-function show(value: unknown): string {
-  if (value === undefined) return 'nothing';
-  let text: string;
-  try {
-    text = JSON.stringify(value) ?? String(value);
-  } catch {
-    text = String(value);
-  }
-  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+/** `schema`'s value for `value`, else a ProfileError at `where` + the problem's path; `fieldAt` is
+ *  where in that path the profile's own field name is (0 for a profile, 2 in the document). */
+function checkWith<TSchema extends v.GenericSchema>(schema: TSchema, value: unknown, where: string, file: string | null, fieldAt: number): v.InferOutput<TSchema> {
+  const checked = examine(schema, value);
+  if (checked.ok) return checked.value;
+  const { keys, message } = checked.problem;
+  const field = keys[fieldAt];
+  throw new ProfileError(file, pathText(where, keys), message, typeof field === 'string' ? field : null);
 }
 
-function member(path: string, key: string): string {
-  const step = IDENTIFIER_RE.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
-  return path === '' ? step.replace(/^\./, '') : `${path}${step}`;
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
-
-/** Validates a field-by-field source against the profile rules, throwing ProfileError. */
-class Checker {
-  constructor(
-    private readonly file: string | null,
-    private readonly where: string,
-    private readonly source: Record<string, unknown>,
-  ) {}
-
-  fail(field: string, problem: string, subPath = ''): never {
-    throw new ProfileError(this.file, `${member(this.where, field)}${subPath}`, problem, field);
-  }
-
-  has(field: string): boolean {
-    return Object.hasOwn(this.source, field) && this.source[field] !== undefined;
-  }
-
-  value(field: string): unknown {
-    return Object.hasOwn(this.source, field) ? this.source[field] : undefined;
-  }
-
-  text(field: string, value: unknown, subPath = ''): string {
-    if (typeof value !== 'string') this.fail(field, `must be a string, got ${show(value)}`, subPath);
-    if (value.includes('\u0000')) this.fail(field, 'must not contain a NUL character', subPath);
-    if (LONE_SURROGATE_RE.test(value)) this.fail(field, 'must be well-formed Unicode (it holds a lone surrogate)', subPath);
-    return value;
-  }
-
-  nonEmptyText(field: string, value: unknown): string {
-    const text = this.text(field, value);
-    if (text === '') this.fail(field, 'must not be empty');
-    return text;
-  }
-
-  integer(field: string, min: number, max: number | null, fallback?: number): number {
-    const value = this.has(field) || fallback === undefined ? this.value(field) : fallback;
-    const range = max === null ? `≥ ${min}` : `from ${min} to ${max}`;
-    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || (max !== null && value > max)) {
-      this.fail(field, `must be a whole number ${range}, got ${show(value)}`);
-    }
-    return value;
-  }
-
-  nullableInteger(field: string, min: number, nullMeans: string): number | null {
-    const value = this.value(field);
-    if (value === undefined || value === null) return null;
-    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) {
-      this.fail(field, `must be a whole number ≥ ${min} or null (${nullMeans}), got ${show(value)}`);
-    }
-    return value;
-  }
-}
-
-/**
- * A profile from untrusted data (a file, a form, IPC): missing fields that have a default get it;
- * anything else wrong throws ProfileError naming `where.field` (e.g. `profiles[2].contextSize`).
- * Cross-profile rules (unique ids) belong to validateProfilesDocument.
- */
+/** A profile from untrusted data (a file, a form, IPC): missing fields that have a default get it;
+ *  anything else wrong throws ProfileError naming `where.field` (e.g. `profile.contextSize`). */
 export function validateProfile(value: unknown, where: string, file: string | null = null): Profile {
-  if (!isPlainObject(value)) throw new ProfileError(file, where, `must be an object, got ${show(value)}`);
-  const c: Checker = new Checker(file, where, value);
-
-  for (const key of Object.keys(value)) {
-    if (!PROFILE_FIELDS.has(key)) c.fail(key, `is not a profile field (known: ${[...PROFILE_FIELDS].join(', ')})`);
-  }
-
-  const idValue = c.value('id');
-  if (typeof idValue !== 'string' || !ID_RE.test(idValue)) {
-    c.fail('id', `must be 1 to ${PROFILE_ID_MAX} characters of a-z, 0-9 and '-', got ${show(idValue)}`);
-  }
-  const id = idValue;
-
-  const name = c.text('name', c.value('name'));
-  const nameBytes = Buffer.byteLength(name, 'utf8');
-  if (nameBytes === 0 || name.trim() === '') c.fail('name', 'must not be empty or blank');
-  if (nameBytes > PROFILE_NAME_MAX_BYTES) c.fail('name', `must be at most ${PROFILE_NAME_MAX_BYTES} bytes of UTF-8 (it is the registry display name), got ${nameBytes} bytes`);
-  if (CONTROL_RE.test(name)) c.fail('name', 'must not contain control characters');
-
-  const capsValue = c.value('capabilities');
-  if (!Array.isArray(capsValue)) c.fail('capabilities', `must be a list of capability names, got ${show(capsValue)}`);
-  if (capsValue.length === 0) c.fail('capabilities', 'must name at least one capability');
-  const capabilities: string[] = [];
-  capsValue.forEach((cap: unknown, i) => {
-    if (typeof cap !== 'string' || !CAPABILITY_RE.test(cap)) {
-      c.fail('capabilities', `must be 1 to 32 characters of a-z, 0-9, '.', '_' and '-', got ${show(cap)}`, `[${i}]`);
-    }
-    if (capabilities.includes(cap)) c.fail('capabilities', `repeats ${show(cap)}`, `[${i}]`);
-    capabilities.push(cap);
-  });
-
-  const kindValue = c.value('engineKind');
-  if (typeof kindValue !== 'string' || !(ENGINE_KINDS as readonly string[]).includes(kindValue)) {
-    c.fail('engineKind', `must be one of ${ENGINE_KINDS.join(', ')}, got ${show(kindValue)}`);
-  }
-  const engineKind = kindValue as EngineKind;
-
-  const modelValue = c.value('modelPath');
-  let modelPath: string | null = null;
-  if (modelValue === undefined || modelValue === null) {
-    if (engineKind !== 'command') c.fail('modelPath', `is required for a ${engineKind} engine (only a command engine may have none)`);
-  } else {
-    modelPath = c.nonEmptyText('modelPath', modelValue);
-  }
-
-  const contextSize = c.integer('contextSize', 1, CONTEXT_SIZE_MAX);
-  const gpuLayers = c.integer('gpuLayers', 0, GPU_LAYERS_MAX, DEFAULT_GPU_LAYERS);
-  const threads = c.nullableInteger('threads', 1, 'the engine decides');
-
-  const weightValue = c.value('weight');
-  let weight: number | null = null;
-  if (weightValue !== undefined && weightValue !== null) {
-    if (typeof weightValue !== 'number' || !Number.isFinite(weightValue) || weightValue < WEIGHT_MIN || weightValue > WEIGHT_MAX) {
-      c.fail('weight', `must be a number from ${WEIGHT_MIN} to ${WEIGHT_MAX} or null (the priority's default), got ${show(weightValue)}`);
-    }
-    weight = weightValue;
-  }
-
-  const priorityValue = c.value('priority');
-  if (typeof priorityValue !== 'string' || !(PRIORITIES as readonly string[]).includes(priorityValue)) {
-    c.fail('priority', `must be one of ${PRIORITIES.join(', ')}, got ${show(priorityValue)}`);
-  }
-  const priority = priorityValue as Priority;
-
-  const pinnedValue = c.has('pinned') ? c.value('pinned') : false;
-  if (typeof pinnedValue !== 'boolean') c.fail('pinned', `must be true or false, got ${show(pinnedValue)}`);
-  const pinned = pinnedValue;
-
-  const idleUnloadMinutes = c.nullableInteger('idleUnloadMinutes', 0, 'never unload');
-
-  const argsValue = c.has('args') ? c.value('args') : [];
-  if (!Array.isArray(argsValue)) c.fail('args', `must be a list of strings, got ${show(argsValue)}`);
-  const args = argsValue.map((arg: unknown, i) => c.text('args', arg, `[${i}]`));
-
-  const envValue = c.has('env') ? c.value('env') : {};
-  if (!isPlainObject(envValue)) c.fail('env', `must be an object of NAME: "value" strings, got ${show(envValue)}`);
-  const env: Record<string, string> = {};
-  for (const [key, val] of Object.entries(envValue)) {
-    const sub = member('', key).replace(/^(?!\[)/, '.');
-    if (!ENV_NAME_RE.test(key)) c.fail('env', `is not a valid variable name (letters, digits and '_', not starting with a digit)`, sub);
-    // defineProperty, not assignment: a variable called __proto__ must stay a plain entry.
-    Object.defineProperty(env, key, { value: c.text('env', val, sub), enumerable: true, writable: true, configurable: true });
-  }
-
-  const commandValue = c.value('command');
-  let command: string | null = null;
-  if (commandValue !== undefined && commandValue !== null) command = c.nonEmptyText('command', commandValue);
-  if (engineKind === 'command' && command === null) c.fail('command', 'is required for a command engine: the executable to run');
-  if (engineKind === 'builtin' && command !== null) c.fail('command', 'must be null for a builtin engine (it runs inside GPU Share)');
-
-  return { id, name, capabilities, engineKind, modelPath, contextSize, gpuLayers, threads, weight, priority, pinned, idleUnloadMinutes, args, env, command };
+  return checkWith(PROFILE, value, where, file, 0);
 }
 
 /** The whole stored document, typed; ids must be unique. `file` names the source in messages. */
 export function validateProfilesDocument(value: unknown, file: string | null): ProfilesDocument {
-  if (!isPlainObject(value)) throw new ProfileError(file, '', `must be an object {"version": 1, "profiles": [...]}, got ${show(value)}`);
-  for (const key of Object.keys(value)) {
-    if (key !== 'version' && key !== 'profiles' && key !== '__internal__') throw new ProfileError(file, member('', key), 'is not a field of the profiles document (known: version, profiles)');
-  }
-  if (value['version'] !== PROFILES_DOCUMENT_VERSION) {
-    throw new ProfileError(file, 'version', `must be ${PROFILES_DOCUMENT_VERSION}, got ${show(value['version'])}`);
-  }
-  const list = Object.hasOwn(value, 'profiles') ? value['profiles'] : [];
-  if (!Array.isArray(list)) throw new ProfileError(file, 'profiles', `must be a list of profiles, got ${show(list)}`);
-  const seen = new Map<string, number>();
-  const profiles = list.map((item: unknown, i) => {
-    const profile = validateProfile(item, `profiles[${i}]`, file);
-    const earlier = seen.get(profile.id);
-    if (earlier !== undefined) throw new ProfileError(file, `profiles[${i}].id`, `duplicate id "${profile.id}" (also profiles[${earlier}].id)`, 'id');
-    seen.set(profile.id, i);
-    return profile;
-  });
+  const { profiles } = checkWith(PROFILES_DOCUMENT, value, '', file, 2);
   return { version: PROFILES_DOCUMENT_VERSION, profiles };
 }
 
@@ -430,10 +243,10 @@ export function refusedEnvName(name: string): boolean {
 /** A builtin profile (or one about to become one) may not set a refused variable; ProfileError
  *  naming `env`. Other kinds run a command of the user's choosing anyway. */
 export function checkProfileEnv(value: unknown): void {
-  if (!isPlainObject(value) || value['engineKind'] !== 'builtin' || !isPlainObject(value['env'])) return;
+  if (!isRecord(value) || value['engineKind'] !== 'builtin' || !isRecord(value['env'])) return;
   const refused = Object.keys(value['env']).filter(refusedEnvName);
   if (refused.length > 0) {
-    throw new ProfileError(null, member('profile.env', refused[0] ?? ''), `is not allowed for a builtin engine (${refused.join(', ')}: these would run code inside it that the profile does not name)`, 'env');
+    throw new ProfileError(null, pathText('profile', ['env', refused[0] ?? '']), `is not allowed for a builtin engine (${refused.join(', ')}: these would run code inside it that the profile does not name)`, 'env');
   }
 }
 
@@ -486,7 +299,7 @@ function parseJson(text: string): unknown {
 function isConfProblem(error: unknown): error is Error {
   if (error instanceof ProfileError) return true;
   if (!(error instanceof Error)) return false;
-  return error.name === 'SyntaxError' || error.message.startsWith('Config schema violation:');
+  return error.name === 'SyntaxError';
 }
 
 function describeLoadError(error: Error, file: string): string {
@@ -516,9 +329,8 @@ export class ProfileStore {
         cwd: options.dataDir,
         configName: CONFIG_NAME,
         fileExtension: 'json',
-        ...profilesConfSchema(),
         defaults: emptyProfilesDocument(),
-        // Never silently wipe the user's file: conf throws, and we set the file aside first.
+        // Never silently wipe the user's file: we set it aside first.
         clearInvalidConfig: false,
         accessPropertiesByDotNotation: false,
         watch: false,
@@ -530,7 +342,8 @@ export class ProfileStore {
 
     let problem: string | null = null;
     let loaded: { conf: Conf<ProfilesDocument>; doc: ProfilesDocument } | null = null;
-    // Our own check first, for a message with a JSON path; then conf's (ajv) on the same file.
+    // The schema on the file's bytes first (conf would write its defaults into a bad file), then
+    // on what conf read.
     let raw: string | null = null;
     try {
       raw = readFileSync(file, 'utf8');
@@ -581,14 +394,11 @@ export class ProfileStore {
 
   /** What `create` would store, checked, without storing it (the caller checks more first). */
   checkNew(input: ProfileInput): Profile {
-    const source: Record<string, unknown> = withoutUndefined(input);
+    const { id: given, ...fields } = checkWith(PROFILE_INPUT, input, 'profile', null, 0);
     const taken = new Set(this.profiles.map((p) => p.id));
-    if (source['id'] === undefined) {
-      source['id'] = deriveProfileId(typeof source['name'] === 'string' ? source['name'] : '', taken);
-    }
-    const profile = validateProfile(source, 'profile');
-    if (taken.has(profile.id)) throw new ProfileError(null, 'profile.id', `duplicate id "${profile.id}": a profile with this id exists`, 'id');
-    return profile;
+    const id = given ?? deriveProfileId(fields.name, taken);
+    if (taken.has(id)) throw new ProfileError(null, 'profile.id', `duplicate id "${id}": a profile with this id exists`, 'id');
+    return { id, ...fields };
   }
 
   /** Applies the patch (fields set to undefined are left as they are) and validates the result. */
@@ -606,11 +416,11 @@ export class ProfileStore {
     const index = this.profiles.findIndex((p) => p.id === id);
     const current = this.profiles[index];
     if (current === undefined) throw new ProfileNotFoundError(id);
-    const changes: Record<string, unknown> = withoutUndefined(patch);
-    if (Object.hasOwn(changes, 'id') && changes['id'] !== id) {
-      throw new ProfileError(null, 'profile.id', 'cannot be changed; create a new profile instead', 'id');
-    }
-    // validateProfile builds fresh arrays and objects: nothing of `current` or `patch` is shared.
+    const { id: newId, ...rest } = isRecord(patch) ? (patch as Record<string, unknown>) : { id: undefined };
+    if (newId !== undefined && newId !== id) throw new ProfileError(null, 'profile.id', 'cannot be changed; create a new profile instead', 'id');
+    const checked = checkWith(PROFILE_PATCH, isRecord(patch) ? rest : patch, 'profile', null, 0);
+    const changes = Object.fromEntries(Object.entries(checked).filter(([, value]) => value !== undefined));
+    // The schema builds fresh arrays and objects: nothing of `current` or `patch` is shared.
     return validateProfile({ ...current, ...changes, id }, 'profile');
   }
 
@@ -628,9 +438,4 @@ export class ProfileStore {
     this.conf.store = structuredClone(doc);
     this.profiles = profiles;
   }
-}
-
-function withoutUndefined(value: object): Record<string, unknown> {
-  if (!isPlainObject(value)) throw new ProfileError(null, 'profile', `must be an object, got ${show(value)}`);
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined));
 }

@@ -9,6 +9,7 @@ import { systemClock } from '../clock.js';
 import { RegistryMember, processBootUs, startHeartbeat } from '../registry/member.js';
 import { RegistryObserver } from '../registry/observer.js';
 import { RegistrySegment } from '../registry/segment.js';
+import type { GpuPeersView } from '../registry/view.js';
 import { CooperativeGate, sleepUs } from './gate.js';
 
 export interface PacedPeer {
@@ -16,6 +17,9 @@ export interface PacedPeer {
   readonly slot: number;
   /** A new weight, written to our slot at once (the supervisor's slider). */
   setWeight(weight: number): void;
+  /** Our device's `/gpu/peers` view, with us as self (the one `serve` builds, buildPeersView).
+   *  Throws RegistryError when the segment's header is no longer ABI v1. */
+  view(): GpuPeersView;
   /** Free the slot and stop the timers (safe to call twice). */
   leave(): void;
 }
@@ -52,6 +56,7 @@ export function joinAsPacedPeer(helper: RegistryHelper, options: { gpuKey: strin
     gate,
     slot,
     setWeight: (weight) => void member.set({ weight }),
+    view: () => observer.view(options.gpuKey, segment, member.slot),
     leave: () => {
       if (left) return;
       left = true;
