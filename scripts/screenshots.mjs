@@ -31,6 +31,7 @@ const writeSim = () => {
 };
 writeSim();
 const simTimer = setInterval(writeSim, 500);
+let stopChatting = async () => {};
 const served = await startServe({ dataDir: join(dir, 'data'), sim });
 const browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-dev-shm-usage'] });
 try {
@@ -47,9 +48,17 @@ try {
   }
   // A few chats through the gateway, for the built-in engine's tokens per second and time to first token.
   await until(async () => (await state(served)).engines.some((e) => e.profileId === 'qwen-chat' && e.state === 'running') || undefined, 60_000, 'qwen-chat running');
-  for (let i = 0; i < 4; i++) await call(served, 'POST', '/v1/chat/completions', { model: 'chat', messages: [{ role: 'user', content: `hello ${i}` }], max_tokens: 48 });
-  // Two readings of its /metrics (every 2 s) make a rate.
-  await new Promise((resolve) => setTimeout(resolve, 4_500));
+  // Chats go on while the views are taken.
+  let chatting = true;
+  const chats = (async () => {
+    for (let i = 0; chatting; i++) await call(served, 'POST', '/v1/chat/completions', { model: 'chat', messages: [{ role: 'user', content: `hello ${i}` }], max_tokens: 48 });
+  })();
+  stopChatting = async () => {
+    chatting = false;
+    await chats;
+  };
+  // A few readings of its /metrics (every 2 s) make a rate and its sparkline.
+  await new Promise((resolve) => setTimeout(resolve, 8_500));
   await until(async () => ((await state(served)).devices[0]?.schedule?.windows.length ?? 0) >= 3 || undefined, 30_000, 'three active peers');
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   await page.goto(`${served.base}/#token=${served.token}`);
@@ -59,6 +68,8 @@ try {
     await page.getByTestId(`nav-${view}`).click();
     // The timeline needs a few seconds of history to fill its lanes.
     await page.waitForTimeout(view === 'timeline' ? 6_000 : 1_000);
+    // The model cards' figures come from estimates that take a moment.
+    if (view === 'models') await page.getByText('reading the model…').first().waitFor({ state: 'detached', timeout: 30_000 });
     if (view === 'timeline') {
       const box = await page.getByTestId('timeline-canvas').boundingBox();
       if (box !== null) await page.mouse.move(box.x + box.width - 40, box.y + 20);
@@ -75,6 +86,7 @@ try {
   await page.screenshot({ path: join(OUT, 'launch.png') });
   console.log('docs/screenshots/launch.png');
 } finally {
+  await stopChatting();
   clearInterval(simTimer);
   await browser.close();
   await served.stop();
