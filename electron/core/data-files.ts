@@ -65,3 +65,8 @@ export function backupCopy(file: string, nowMs: number): string {
     }
   }
 }
+
+/** A data file's JSON, forgiving a leading byte-order mark (editors on Windows may write one). */
+export function parseJsonFile(text: string): unknown {
+  return JSON.parse(text.startsWith('\uFEFF') ? text.slice(1) : text) as unknown;
+}

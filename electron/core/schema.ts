@@ -93,6 +93,11 @@ export function strictRecord<const TEntries extends Entries>(entries: TEntries, 
   );
 }
 
+/** The same fields, each optional: a patch, or a file whose missing keys take their defaults. */
+export function optionalEntries<const TEntries extends Entries>(entries: TEntries): { [K in keyof TEntries]: v.OptionalSchema<TEntries[K], undefined> } {
+  return Object.fromEntries(Object.entries(entries).map(([name, schema]) => [name, v.optional(schema)])) as { [K in keyof TEntries]: v.OptionalSchema<TEntries[K], undefined> };
+}
+
 /** An object with these fields that keeps any others as they are (a file a newer version wrote). */
 export function openRecord<const TEntries extends Entries>(entries: TEntries, what: string) {
   return v.pipe(

@@ -1,58 +1,75 @@
 /**
- * The app's settings: one JSON schema, stored by conf in one file that `gpu-share serve` and the
+ * The app's settings: one valibot schema (the type inferred from it), stored by conf in one file that `gpu-share serve` and the
  * app both open (openNodeSettings). The API token is created here on first start.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { backupCopy } from './data-files.js';
 import Conf from 'conf';
-
-export type Settings = {
-  version: 1;
-  /** The loopback API's port. */
-  apiPort: number;
-  /** Bearer token for the control API and the gateway (the dashboard's: interactive). */
-  apiToken: string;
-  /** Extra gateway tokens and the priority class each gets. */
-  gatewayTokens: { token: string; priority: 'interactive' | 'background' | 'lab'; label: string }[];
-  launchAtLogin: boolean;
-  labPaused: boolean;
-  draining: boolean;
-  /** Idle-unload minutes for profiles that do not set their own; null = never. */
-  idleUnloadMinutes: number | null;
-  /** Shared registries: accept other users' segments and create ours for every local user
-   *  (mode 0666). This trusts every local user with our engines' pacing; off by default. */
-  sharedRegistry: boolean;
-};
+import * as v from 'valibot';
+import { backupCopy, parseJsonFile } from './data-files.js';
+import { examine, got, openRecord, optionalEntries, pathText, strictRecord } from './schema.js';
 
 export const SETTINGS_VERSION = 1;
 
-/** JSON schema (per property, as conf takes it). */
-export const SETTINGS_SCHEMA = {
-  version: { type: 'integer', const: 1 },
-  apiPort: { type: 'integer', minimum: 1, maximum: 65535 },
-  apiToken: { type: 'string', pattern: '^[A-Za-z0-9_-]{32,128}$' },
-  gatewayTokens: {
-    type: 'array',
-    maxItems: 64,
-    items: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['token', 'priority', 'label'],
-      properties: {
-        token: { type: 'string', pattern: '^[A-Za-z0-9_-]{32,128}$' },
-        priority: { enum: ['interactive', 'background', 'lab'] },
-        label: { type: 'string', maxLength: 64 },
-      },
-    },
-  },
-  launchAtLogin: { type: 'boolean' },
-  labPaused: { type: 'boolean' },
-  draining: { type: 'boolean' },
-  idleUnloadMinutes: { type: ['integer', 'null'], minimum: 0, maximum: 100000 },
-  sharedRegistry: { type: 'boolean' },
-} as const;
+const TOKEN_RE = /^[A-Za-z0-9_-]{32,128}$/;
+const TOKEN = v.pipe(v.string(got('must be a token of 32 to 128 characters of A-Z, a-z, 0-9, "_" and "-"')), v.regex(TOKEN_RE, got('must be a token of 32 to 128 characters of A-Z, a-z, 0-9, "_" and "-"')));
+const trueOrFalse = v.boolean(got('must be true or false'));
+const PRIORITY_NAMES = ['interactive', 'background', 'lab'] as const;
+
+const SETTINGS_FIELDS = {
+  version: v.literal(SETTINGS_VERSION, got(`must be ${SETTINGS_VERSION}`)),
+  /** The loopback API's port. */
+  apiPort: v.pipe(v.number(got('must be a port from 1 to 65535')), v.integer(got('must be a port from 1 to 65535')), v.minValue(1, got('must be a port from 1 to 65535')), v.maxValue(65535, got('must be a port from 1 to 65535'))),
+  /** Bearer token for the control API and the gateway (the dashboard's: interactive). */
+  apiToken: TOKEN,
+  /** Extra gateway tokens and the priority class each gets. */
+  gatewayTokens: v.pipe(
+    v.array(
+      strictRecord(
+        {
+          token: TOKEN,
+          priority: v.picklist(PRIORITY_NAMES, got(`must be one of ${PRIORITY_NAMES.join(', ')}`)),
+          label: v.pipe(v.string(got('must be a label of at most 64 characters')), v.maxLength(64, got('must be a label of at most 64 characters'))),
+        },
+        'an object {"token", "priority", "label"}',
+        () => 'unknown field (token, priority, label)',
+      ),
+      got('must be a list of {"token", "priority", "label"}'),
+    ),
+    v.maxLength(64, 'must hold at most 64 tokens'),
+  ),
+  launchAtLogin: trueOrFalse,
+  labPaused: trueOrFalse,
+  draining: trueOrFalse,
+  /** Idle-unload minutes for profiles that do not set their own; null = never. */
+  idleUnloadMinutes: v.nullable(v.pipe(v.number(got('must be a whole number of minutes (0–100000) or null')), v.integer(got('must be a whole number of minutes (0–100000) or null')), v.minValue(0, got('must be a whole number of minutes (0–100000) or null')), v.maxValue(100_000, got('must be a whole number of minutes (0–100000) or null')))),
+  /** Shared registries: accept other users' segments and create ours for every local user
+   *  (mode 0666). This trusts every local user with our engines' pacing; off by default. */
+  sharedRegistry: trueOrFalse,
+};
+
+/** The settings in use: every field. Keys it does not name (a newer version's) are kept as they
+ *  are, not refused: a settings file set aside costs the user the dashboard's token. */
+export const SETTINGS = openRecord(SETTINGS_FIELDS, 'an object');
+export type Settings = v.InferOutput<v.ObjectSchema<typeof SETTINGS_FIELDS, undefined>>;
+/** The file: any field may be missing (it takes its default). */
+export const SETTINGS_FILE = openRecord(optionalEntries(SETTINGS_FIELDS), 'an object');
+
+/** The settings' problem as `path: why`, or null. */
+function settingsProblem(schema: typeof SETTINGS | typeof SETTINGS_FILE, value: unknown): string | null {
+  const checked = examine(schema, value);
+  return checked.ok ? null : `${checked.problem.keys.length === 0 ? '' : `${pathText('', checked.problem.keys)}: `}${checked.problem.message}`;
+}
+
+/** The file's text as conf reads it: JSON that SETTINGS_FILE
+ *  accepts, else a SettingsFileError naming the path and why; conf passes it on unwritten. */
+function parseSettingsFile(text: string): Partial<Settings> {
+  const value = parseJsonFile(text);
+  const problem = settingsProblem(SETTINGS_FILE, value);
+  if (problem !== null) throw new SettingsFileError(problem);
+  return value as Partial<Settings>;
+}
 
 export function newToken(): string {
   return randomBytes(32).toString('base64url');
@@ -127,7 +144,9 @@ export function settingsFrom(conf: ConfLike, onProblem: (message: string) => voi
     update(patch) {
       refresh();
       const next = { ...current, ...patch };
-      conf.store = next; // conf validates against the schema and throws on a bad value
+      const problem = settingsProblem(SETTINGS, next);
+      if (problem !== null) throw new SettingsFileError(`settings ${problem} (nothing written)`);
+      conf.store = next;
       current = next;
       seen = fileStamp(conf.path);
       return structuredClone(next);
@@ -135,16 +154,16 @@ export function settingsFrom(conf: ConfLike, onProblem: (message: string) => voi
   };
 }
 
-/** Conf's options shared by both stores: the schema, no dot-notation, owner-only (the token). */
+/** Conf's options: the schema on every read, no dot-notation, owner-only (the token). */
 export function settingsConfOptions(apiPort: number): {
   configName: string;
-  schema: typeof SETTINGS_SCHEMA;
+  deserialize: (text: string) => Partial<Settings>;
   defaults: Settings;
   clearInvalidConfig: false;
   accessPropertiesByDotNotation: false;
   configFileMode: number;
 } {
-  return { configName: 'settings', schema: SETTINGS_SCHEMA, defaults: defaultSettings(apiPort), clearInvalidConfig: false, accessPropertiesByDotNotation: false, configFileMode: 0o600 };
+  return { configName: 'settings', deserialize: parseSettingsFile, defaults: defaultSettings(apiPort), clearInvalidConfig: false, accessPropertiesByDotNotation: false, configFileMode: 0o600 };
 }
 
 /** A settings file that could not be used, and where its bytes were kept. */

@@ -1,6 +1,6 @@
 /** The schemas every document from outside goes through: the error each API answers with names
  *  the offending path and says why, in that API's own shape. */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -10,6 +10,7 @@ import { openAiErrorBody } from '../../electron/core/api/http.js';
 import { toApiError } from '../../electron/core/app.js';
 import { ProfileStore, type Profile, type ProfileInput, type ProfilePatch } from '../../electron/core/engines/profiles.js';
 import { pathText } from '../../electron/core/schema.js';
+import { openNodeSettings } from '../../electron/core/settings.js';
 
 function refusal(call: () => unknown): ApiError {
   try {
@@ -109,5 +110,43 @@ describe('profiles', () => {
     // A patch is checked on its own, then the profile it makes whole (a kind that needs a command).
     expect(() => profiles.update('coder', { engineKind: 'command' })).toThrowError('profile.command: is required for a command engine');
     expect(profiles.update('coder', { weight: undefined, gpuLayers: 12 }).gpuLayers).toBe(12);
+  });
+});
+
+describe('settings', () => {
+  const dirs: string[] = [];
+  afterEach(() => dirs.splice(0).forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+  const dataDir = (): string => {
+    const dir = mkdtempSync(join(tmpdir(), 'gpushare-settings-'));
+    dirs.push(dir);
+    return dir;
+  };
+  const TOKEN = 'a'.repeat(43);
+
+  it('set a file with a wrong value deep inside aside, naming its path, and start from the defaults', () => {
+    const dir = dataDir();
+    const text = JSON.stringify({ version: 1, apiToken: TOKEN, gatewayTokens: [{ token: 'b'.repeat(43), priority: 'urgent', label: 'ci' }] });
+    writeFileSync(join(dir, 'settings.json'), text);
+    const settings = openNodeSettings(dir, 7787);
+    expect(settings.loadProblem?.message).toContain('(gatewayTokens[0].priority: must be one of interactive, background, lab, got "urgent")');
+    expect(readFileSync(settings.loadProblem?.backup ?? '', 'utf8')).toBe(text);
+    expect(settings.get().gatewayTokens).toEqual([]);
+    expect(settings.get().apiToken).not.toBe(TOKEN);
+  });
+
+  it('fill missing keys, keep unknown ones, and keep the last good settings when the file goes bad', () => {
+    const dir = dataDir();
+    const file = join(dir, 'settings.json');
+    writeFileSync(file, JSON.stringify({ apiToken: TOKEN, addedLater: { x: 1 } }));
+    const problems: string[] = [];
+    const settings = openNodeSettings(dir, 7787, (line) => problems.push(line));
+    expect(settings.loadProblem).toBeNull();
+    expect(settings.get()).toMatchObject({ version: 1, apiPort: 7787, apiToken: TOKEN, labPaused: false, idleUnloadMinutes: null });
+    settings.update({ labPaused: true });
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ addedLater: { x: 1 }, labPaused: true });
+    writeFileSync(file, JSON.stringify({ apiToken: TOKEN, apiPort: 70000 }));
+    expect(settings.get().apiPort).toBe(7787);
+    expect(problems).toEqual([`settings file ${file}: apiPort: must be a port from 1 to 65535, got 70000; the last good settings stay in use`]);
+    expect(() => settings.update({ idleUnloadMinutes: -1 })).toThrowError('settings idleUnloadMinutes: must be a whole number of minutes (0–100000) or null, got -1 (nothing written)');
   });
 });

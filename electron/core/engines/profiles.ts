@@ -16,9 +16,9 @@ import { resolve } from 'node:path';
 import Conf from 'conf';
 import * as v from 'valibot';
 import { WEIGHT_MAX, WEIGHT_MIN } from '../contract.js';
-import { backupCopy } from '../data-files.js';
+import { backupCopy, parseJsonFile } from '../data-files.js';
 import { PRIORITIES, type Priority } from '../planner/policy.js';
-import { describeValue, examine, got, isRecord, ownRecord, pathText, strictRecord } from '../schema.js';
+import { describeValue, examine, got, isRecord, optionalEntries, ownRecord, pathText, strictRecord } from '../schema.js';
 
 export type { Priority } from '../planner/policy.js';
 
@@ -141,12 +141,9 @@ export const PROFILE_INPUT = v.pipe(strictRecord(PROFILE_INPUT_FIELDS, 'an objec
 export type ProfileInput = v.InferInput<v.StrictObjectSchema<typeof PROFILE_INPUT_FIELDS, undefined>>;
 
 const { id: _id, ...PATCHABLE_FIELDS } = PROFILE_FIELDS;
-const PATCH_FIELDS = Object.fromEntries(Object.entries(PATCHABLE_FIELDS).map(([name, schema]) => [name, v.optional(schema)])) as {
-  [K in keyof typeof PATCHABLE_FIELDS]: v.OptionalSchema<(typeof PATCHABLE_FIELDS)[K], undefined>;
-};
 /** What `ProfileStore.update` takes: any field but the id, each checked on its own (the result is
  *  then checked whole, as a PROFILE). */
-export const PROFILE_PATCH = strictRecord(PATCH_FIELDS, 'an object', notAProfileField);
+export const PROFILE_PATCH = strictRecord(optionalEntries(PATCHABLE_FIELDS), 'an object', notAProfileField);
 export type ProfilePatch = v.InferInput<typeof PROFILE_PATCH>;
 
 /** The whole stored document; ids unique. `__internal__` is where conf keeps migration state (only
@@ -291,11 +288,6 @@ export interface ProfileStoreOptions {
 
 const CONFIG_NAME = 'profiles';
 
-/** JSON.parse, forgiving a leading byte-order mark (editors on Windows may write one). */
-function parseJson(text: string): unknown {
-  return JSON.parse(text.startsWith('\uFEFF') ? text.slice(1) : text) as unknown;
-}
-
 function isConfProblem(error: unknown): error is Error {
   if (error instanceof ProfileError) return true;
   if (!(error instanceof Error)) return false;
@@ -337,7 +329,7 @@ export class ProfileStore {
         // Engine environments may carry tokens: owner-only, like the API token file.
         configFileMode: 0o600,
         serialize: (value) => `${JSON.stringify(value, null, 2)}\n`,
-        deserialize: (text) => parseJson(text) as ProfilesDocument,
+        deserialize: (text) => parseJsonFile(text) as ProfilesDocument,
       });
 
     let problem: string | null = null;
@@ -351,7 +343,7 @@ export class ProfileStore {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
     }
     try {
-      if (raw !== null) validateProfilesDocument(parseJson(raw), file);
+      if (raw !== null) validateProfilesDocument(parseJsonFile(raw), file);
       const conf = open();
       loaded = { conf, doc: validateProfilesDocument(conf.store, file) };
     } catch (error) {
