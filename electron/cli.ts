@@ -32,8 +32,8 @@ function parser<T>(check: (raw: string) => Checked<T>): (raw: string) => T {
   };
 }
 
-const gpuKeyOption = (): Option =>
-  new Option('--gpu-key <key>', 'registry key of the device: a GPU UUID (GPU-…), metal-0 or cpu-0 (default: the first device found)').argParser(parser(checkGpuKey)).conflicts('gpu');
+const gpuKeyOption = (byDefault = 'the first device found'): Option =>
+  new Option('--gpu-key <key>', `registry key of the device: a GPU UUID (GPU-…), metal-0 or cpu-0 (default: ${byDefault})`).argParser(parser(checkGpuKey)).conflicts('gpu');
 const gpuIndexOption = (): Option =>
   new Option('--gpu <n>', 'the n-th device found (see gpu-share devices), instead of --gpu-key').argParser(parser((raw) => checkWholeNumber(raw, 0, 1023)));
 /** The device key of a command: as given, or found by telemetry (imported only then). */
@@ -216,19 +216,21 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
     .addOption(new Option('--priority <p>', 'interactive, background or lab').argParser(parser(oneOf(['interactive', 'background', 'lab'] as const))))
     .addOption(new Option('--threads <n>', 'CPU threads for the built-in engine').argParser(parser(wholeNumber(1, 1024))))
     .addOption(new Option('--port <port>', "the engine's own HTTP port (built-in and llama-server engines; default: any free one)").argParser(parser(wholeNumber(1, 65_535))))
+    .addOption(gpuKeyOption("the profile's preferred device while present, else the one with the most free memory"))
+    .addOption(gpuIndexOption())
     .option('--sim <file>', 'simulated telemetry from a JSON file (also $GPU_SHARE_SIM)')
     .option('--data-dir <dir>', 'profiles, envelopes and engine state', defaultDataDir())
     .addOption(sharedRegistryOption())
     .exitOverride()
     .action(
-      (profile: string | undefined, opts: { model?: string; ctx?: number; weight?: number; priority?: 'interactive' | 'background' | 'lab'; threads?: number; port?: number; sim?: string; dataDir: string }) =>
+      (profile: string | undefined, opts: { model?: string; ctx?: number; weight?: number; priority?: 'interactive' | 'background' | 'lab'; threads?: number; port?: number; gpuKey?: string; gpu?: number; sim?: string; dataDir: string }) =>
         run(async () => {
           const { PlanCommandError } = await import('./core/commands/plan.js');
           if ((profile === undefined) === (opts.model === undefined)) throw new PlanCommandError('give either a profile id or --model FILE.gguf');
           const { runLaunch } = await import('./core/commands/launch.js');
           const helper = loadRegistryHelper();
           return runLaunch(
-            { profile, model: opts.model, contextSize: opts.ctx, weight: opts.weight, priority: opts.priority, simFile: opts.sim, dataDir: opts.dataDir, threads: opts.threads, port: opts.port, launchers, tty: process.stderr.isTTY === true },
+            { profile, model: opts.model, contextSize: opts.ctx, weight: opts.weight, priority: opts.priority, simFile: opts.sim, dataDir: opts.dataDir, threads: opts.threads, port: opts.port, gpuKey: opts.gpuKey, gpu: opts.gpu, launchers, tty: process.stderr.isTTY === true },
             processIo,
             systemClock(() => helper.wallUs()),
           );

@@ -36,7 +36,8 @@ import {
 import type { Core, CoreOptions, GatewayView } from './app-types.js';
 import type { Settings } from './settings.js';
 import { launchSpecFor } from './engines/launch-spec.js';
-import { checkProfileEnv, DEFAULT_GPU_LAYERS, ProfileError, ProfileNotFoundError, ProfileStore } from './engines/profiles.js';
+import { chooseLaunchDevice, pinningFor } from './engines/device-pinning.js';
+import { checkProfileEnv, DEFAULT_GPU_LAYERS, ProfileError, ProfileNotFoundError, ProfileStore, type Profile as StoredProfile } from './engines/profiles.js';
 import { describeModelProblem, inspectModelFile } from './planner/model-file.js';
 import { spawnEngineProcess } from './engines/spawn.js';
 import { removeEngineFile, residentFacts, writeEngineFile } from './engines/engine-files.js';
@@ -123,6 +124,7 @@ class GpuShareCore implements Core {
   private readonly history: PlanHistory;
   private readonly supervisor: Supervisor;
   private readonly listeners = new Set<(event: AppEvent) => void>();
+  /** The device when telemetry has found none yet (the first found, else cpu-0). */
   private readonly gpuKey: string;
   /** Last alive peers per device, to tell who aged out. */
   private lastPeers = new Map<string, Map<number, { name: string; pid: number; ageMs: number }>>();
@@ -167,24 +169,25 @@ class GpuShareCore implements Core {
       envelopes: this.envelopes,
       // The latest sample however old: the planner tells a stale one (TELEMETRY_STALE, with its
       // age) from none at all (TELEMETRY_MISSING).
-      snapshot: () =>
+      snapshot: (gpuKey) =>
         snapshotFromSample({
           nowUs: clock.wallUs(),
           node: hostname(),
-          gpuKey: this.gpuKey,
-          sample: this.sampler.latest(this.gpuKey),
-          pressure: this.pressureOf(this.gpuKey).level,
+          gpuKey,
+          sample: this.sampler.latest(gpuKey),
+          pressure: this.pressureOf(gpuKey).level,
           controls: this.controls(),
           queueDepth: this.gateway.depth,
         }),
       spawn: options.spawn ?? spawnEngineProcess,
       launchers: options.launchers,
       gpuKey: this.gpuKey,
-      residentBytes: (pid) => {
-        const running = this.supervisor.list().filter((e) => e.state === 'loading' || e.state === 'running').map((e) => e.pid);
+      deviceKeys: () => this.deviceKeys(),
+      residentBytes: (pid, gpuKey) => {
+        const running = this.supervisor.list().filter((e) => e.gpuKey === gpuKey && (e.state === 'loading' || e.state === 'running')).map((e) => e.pid);
         return residentBytesOf(provider, pid, running, () => {
           this.sampler.tick(); // a sample that includes it
-          return this.sampler.latest(this.gpuKey);
+          return this.sampler.latest(gpuKey);
         });
       },
       isActive: (engine) => this.peerOf(engine)?.record.active ?? null,
@@ -223,7 +226,7 @@ class GpuShareCore implements Core {
   }
 
   async plan(request: LaunchRequest): Promise<PlacementPlan> {
-    const spec = await this.specFor(request.profileId);
+    const spec = await this.specFor(request.profileId, request.gpuKey);
     const plan = this.supervisor.plan(spec);
     this.history.add(plan);
     this.emit({ type: 'plan', plan });
@@ -233,13 +236,19 @@ class GpuShareCore implements Core {
   /** From the dashboard or the CLI: a failed profile is tried again. */
   async launch(request: LaunchRequest): Promise<LaunchOutcome> {
     this.failures.delete(request.profileId);
-    return this.launchOnDemand(request.profileId);
+    return this.launchOn(request.profileId, request.gpuKey);
   }
 
   async launchOnDemand(profileId: string): Promise<LaunchOutcome> {
+    return this.launchOn(profileId, undefined);
+  }
+
+  /** `gpuKey`: the device asked for; undefined = the profile's preferred one, else the one with
+   *  the most free memory. */
+  private async launchOn(profileId: string, gpuKey: string | undefined): Promise<LaunchOutcome> {
     let spec: LaunchSpec;
     try {
-      spec = await this.specFor(profileId);
+      spec = await this.specFor(profileId, gpuKey);
     } catch (error) {
       const apiError = toApiError(error);
       if (apiError.code !== 'NOT_FOUND') this.markFailed(profileId, apiError.message);
@@ -251,11 +260,13 @@ class GpuShareCore implements Core {
   }
 
   private startEngine(spec: LaunchSpec): Promise<LaunchOutcome> {
+    const pinning = pinningFor(spec.kind, this.supervisor.deviceOf(spec), spec.env);
     return new Promise<LaunchOutcome>((resolve, reject) => {
       let answered = false;
       const launching = this.supervisor.launch(spec, {
         onSpawned: (engine) => {
           answered = true;
+          if (pinning.note !== null) this.log(`${spec.name}: ${pinning.note}`);
           const plan = this.history.list().at(-1);
           if (plan === undefined) reject(new ApiError('INTERNAL', 'launched without a plan'));
           else resolve({ plan, engine: this.engineView(engine) });
@@ -380,9 +391,16 @@ class GpuShareCore implements Core {
   }
 
   engines(): EngineView[] {
-    // One registry read for all of them.
-    const peers = this.alivePeers(this.gpuKey);
-    return this.supervisor.list().map((e) => this.engineView(e, peers));
+    // One registry read per device for all of them.
+    const peers = new Map<string, AlivePeer[]>();
+    return this.supervisor.list().map((e) => {
+      let mine = peers.get(e.gpuKey);
+      if (mine === undefined) {
+        mine = this.alivePeers(e.gpuKey);
+        peers.set(e.gpuKey, mine);
+      }
+      return this.engineView(e, mine);
+    });
   }
 
   profileList(): Profile[] {
@@ -408,12 +426,11 @@ class GpuShareCore implements Core {
     // One registry read per device for the whole state.
     const peersByKey = new Map(this.deviceKeys().map((key) => [key, this.alivePeers(key)]));
     const devices = [...peersByKey].map(([key, peers]) => this.deviceView(key, nowUs, peers));
-    const enginePeers = peersByKey.get(this.gpuKey) ?? this.alivePeers(this.gpuKey);
     return {
       contractVersion: CONTRACT_VERSION,
       wallUs: nowUs,
       devices,
-      engines: this.supervisor.list().map((e) => this.engineView(e, enginePeers)),
+      engines: this.supervisor.list().map((e) => this.engineView(e, peersByKey.get(e.gpuKey))),
       profiles: this.profiles.list(),
       dataProblems: [this.settings.loadProblem?.message, this.profiles.loadProblem === null ? undefined : `${this.profiles.loadProblem.message}; the file was kept as ${this.profiles.loadProblem.backup}`].filter((m): m is string => m !== undefined),
       profileFailures: [...this.failures.values()].filter((f) => this.profiles.get(f.profileId) !== undefined).map((f) => ({ ...f })),
@@ -447,12 +464,32 @@ class GpuShareCore implements Core {
     }
   }
 
-  private async specFor(profileId: string): Promise<LaunchSpec> {
+  private async specFor(profileId: string, gpuKey: string | undefined): Promise<LaunchSpec> {
     const profile = this.profiles.get(profileId);
     if (profile === undefined) throw new ApiError('NOT_FOUND', `no profile "${profileId}"`, { field: 'profileId' });
     // A profiles file edited by hand is held to the same rule as the API.
     checkProfileEnv(profile);
-    return this.guard(() => launchSpecFor(profile, this.envelopes, { defaultIdleUnloadMinutes: this.settings.get().idleUnloadMinutes }));
+    const device = this.launchDevice(profile, gpuKey);
+    const spec = await this.guard(() => launchSpecFor(profile, this.envelopes, { defaultIdleUnloadMinutes: this.settings.get().idleUnloadMinutes }));
+    return { ...spec, gpuKey: device };
+  }
+
+  /** The device to launch a profile on: the one asked for (a device of this machine), else the
+   *  profile's preferred one while present, else the one with the most free memory. */
+  private launchDevice(profile: StoredProfile, requested: string | undefined): string {
+    const keys = this.deviceKeys();
+    if (requested !== undefined && !keys.includes(requested)) throw badField('gpuKey', `no device "${requested}" (devices: ${keys.join(', ')})`);
+    if (requested === undefined && profile.gpuKey !== null && !keys.includes(profile.gpuKey)) {
+      this.log(`profile ${profile.id}: its preferred device ${profile.gpuKey} is not present; launching on another`);
+    }
+    const nowUs = this.clock.wallUs();
+    const devices = keys.map((key) => {
+      const sample = this.sampler.latest(key);
+      const fresh = sample !== null && !isStale(sample, nowUs) && sample.health !== 'FAILED';
+      const engines = this.supervisor.list().filter((e) => e.gpuKey === key && (e.state === 'running' || e.state === 'loading'));
+      return { key, freeBytes: fresh ? this.vramView(sample, engines, []).freeBytes : null };
+    });
+    return chooseLaunchDevice({ requested, preferred: profile.gpuKey, devices })?.key ?? this.gpuKey;
   }
 
   private markFailed(profileId: string, reason: string): void {
@@ -512,7 +549,7 @@ class GpuShareCore implements Core {
           removeEngineFile(this.dataDir, process.pid, event.engine.id);
         } else if (event.engine.state === 'running') {
           // `gpu-share engines` on this data folder lists it.
-          this.guardFs(() => writeEngineFile(this.dataDir, { id: event.engine.id, profileId: event.engine.profileId, name: event.engine.name, kind: event.engine.kind, pid: event.engine.pid, supervisorPid: process.pid, port: event.engine.port, gpuKey: this.gpuKey, startedAt: new Date(event.engine.startedAtUs / 1000).toISOString(), ...residentFacts(this.supervisor.residents().find((r) => r.id === event.engine.id)) }));
+          this.guardFs(() => writeEngineFile(this.dataDir, { id: event.engine.id, profileId: event.engine.profileId, name: event.engine.name, kind: event.engine.kind, pid: event.engine.pid, supervisorPid: process.pid, port: event.engine.port, gpuKey: event.engine.gpuKey, startedAt: new Date(event.engine.startedAtUs / 1000).toISOString(), ...residentFacts(this.supervisor.residents().find((r) => r.id === event.engine.id)) }));
         }
         this.emit({ type: 'engine', engine: this.engineView(event.engine) });
         if (event.engine.state === 'exited') this.log(`${event.engine.name}: exited (exit code 0)`);
@@ -595,21 +632,21 @@ class GpuShareCore implements Core {
     const peer = this.peerOf(engine);
     if (peer === undefined) return;
     try {
-      let writer = this.writers.get(this.gpuKey);
+      let writer = this.writers.get(engine.gpuKey);
       if (writer === undefined) {
-        writer = RegistrySegment.openForJoin(this.options.helper, this.gpuKey);
-        this.writers.set(this.gpuKey, writer);
+        writer = RegistrySegment.openForJoin(this.options.helper, engine.gpuKey);
+        this.writers.set(engine.gpuKey, writer);
       }
       writer.release(peer.record.slot, peer.record.pid, peer.record.bootUs);
     } catch (error) {
       // It ages out in 3 s then, as any dead peer does.
-      this.log(`registry ${this.gpuKey}: could not free slot ${peer.record.slot} of ${engine.name}: ${error instanceof Error ? error.message : String(error)}`);
+      this.log(`registry ${engine.gpuKey}: could not free slot ${peer.record.slot} of ${engine.name}: ${error instanceof Error ? error.message : String(error)}`);
     }
   }
 
   /** The registry peer of a managed engine: its slot's pid (the host) or owner (`gpu-share run`).
-   *  `peers`: the engines' device's alive peers when the caller has read them already. */
-  private peerOf(engine: Pick<EngineStatus, 'pid'>, peers: readonly AlivePeer[] = this.alivePeers(this.gpuKey)): AlivePeer | undefined {
+   *  `peers`: the engine's device's alive peers when the caller has read them already. */
+  private peerOf(engine: Pick<EngineStatus, 'pid' | 'gpuKey'>, peers: readonly AlivePeer[] = this.alivePeers(engine.gpuKey)): AlivePeer | undefined {
     return peers.find((p) => p.record.pid === engine.pid || p.record.ownerPid === engine.pid);
   }
 
@@ -640,7 +677,7 @@ class GpuShareCore implements Core {
       timeToFirstTokenMs: status.state === 'running' ? (this.engineFigures.get(status.id)?.figures?.timeToFirstTokenMs ?? null) : null,
       tokensHistory: status.state === 'running' ? (this.engineFigures.get(status.id)?.history.toArray() ?? []) : [],
       weight,
-      gpuKey: this.gpuKey,
+      gpuKey: status.gpuKey,
       slot: peer?.record.slot ?? null,
       residentBytes: status.residentBytes,
       startedAtUs: status.startedAtUs,
@@ -670,7 +707,7 @@ class GpuShareCore implements Core {
   private deviceView(key: string, nowUs: number, peers: readonly AlivePeer[]): DeviceView {
     const sample = this.sampler.latest(key);
     const fresh = sample !== null && !isStale(sample, nowUs);
-    const engines = key === this.gpuKey ? this.supervisor.list().filter((e) => e.state === 'running' || e.state === 'loading') : [];
+    const engines = this.supervisor.list().filter((e) => e.gpuKey === key && (e.state === 'running' || e.state === 'loading'));
     const rows: PeerRow[] = peers.map((peer) => {
       const engine = engines.find((e) => e.pid === peer.record.pid || e.pid === peer.record.ownerPid);
       return {
@@ -718,7 +755,7 @@ class GpuShareCore implements Core {
       return { engineId: e.id, name: e.name, slot: this.peerOf(e, peers)?.record.slot ?? null, bytes };
     });
     const managed = engineBytes.reduce((sum, e) => sum + e.bytes, 0);
-    const leaseBytes = this.leases.active(sample.sampledAtUs).reduce((sum, l) => sum + Math.max(0, l.reservedBytes - l.materializedBytes), 0);
+    const leaseBytes = this.leases.active(sample.sampledAtUs, sample.key).reduce((sum, l) => sum + Math.max(0, l.reservedBytes - l.materializedBytes), 0);
     const reserveBytes = dynamicReserveBytes(sample.totalBytes, this.policy);
     const physicalUsed = Math.max(sample.usedBytes, managed);
     return {

@@ -6,6 +6,7 @@
  */
 import * as v from 'valibot';
 import { MAX_WEIGHT, MIN_WEIGHT } from './registry/codec.js';
+import { GPU_KEY_MAX, GPU_KEY_PATTERN } from './registry/abi.js';
 import { describeValue, examine, got, isRecord, pathText, strictRecord } from './schema.js';
 import type { EngineKind, Priority } from './engines/profiles.js';
 import type { Profile, ProfileInput, ProfilePatch } from './engines/profiles.js';
@@ -416,6 +417,8 @@ const trueOrFalse = v.boolean(got('must be true or false'));
 export const PROFILE_ID = text(40);
 export const ENGINE_ID = v.pipe(text(80), v.regex(/^[a-z0-9-]+$/, (issue) => `not an engine id: ${describeValue(issue.input)}`));
 export const MODEL_PATH = text(4096);
+/** A device's registry key (GPU-…, cpu-0, …). */
+export const GPU_KEY = v.pipe(text(GPU_KEY_MAX), v.regex(GPU_KEY_PATTERN, got('must be a registry key (A-Z, a-z, 0-9, ".", "_" and "-")')));
 export const WEIGHT = v.pipe(
   v.number(got(`must be a number from ${WEIGHT_MIN} to ${WEIGHT_MAX}`)),
   v.finite(got(`must be a number from ${WEIGHT_MIN} to ${WEIGHT_MAX}`)),
@@ -428,7 +431,16 @@ export const OBJECT_BODY = v.custom<Record<string, unknown>>(isRecord, got('must
 
 /** `POST /api/plan`, `POST /api/engines`. Unknown fields are refused (a misspelt one would be
  *  ignored otherwise), here as in every body. */
-export const LAUNCH_REQUEST = strictRecord({ profileId: PROFILE_ID }, 'an object', unknownField('profileId'));
+export const LAUNCH_REQUEST = strictRecord(
+  {
+    profileId: PROFILE_ID,
+    /** The device to plan and launch on (a key of /api/state's devices); absent: the profile's
+     *  preferred device while present, else the one with the most free memory. */
+    gpuKey: v.optional(GPU_KEY),
+  },
+  'an object',
+  unknownField('profileId, gpuKey'),
+);
 export type LaunchRequest = v.InferOutput<typeof LAUNCH_REQUEST>;
 
 /** `PUT /api/engines/:id/weight`. */

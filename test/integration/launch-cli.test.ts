@@ -167,4 +167,34 @@ describe('gpu-share itself', () => {
     expect(missing.stderr).toContain('no profile "nope"');
     expect(cli(['launch', '--sim', sim, '--data-dir', dataDir]).code).toBe(2);
   });
+
+  it('launches on --gpu N, pinned there; a full device names the other, which has room; --gpu past the last device is a usage error', async () => {
+    const keyB = `GPU-launchB-${process.pid}`;
+    const two = join(dir, 'two.json');
+    writeFileSync(two, JSON.stringify({ devices: [{ key: KEY, name: 'Sim A 24GB', totalBytes: 24 * GiB, usedBytes: 23.5 * GiB, processes: [], health: 'OK' }, { key: keyB, name: 'Sim B 24GB', totalBytes: 24 * GiB, usedBytes: 1 * GiB, processes: [], health: 'OK' }] }));
+    try {
+      const rejected = cli(['launch', '--model', model, '--ctx', '256', '--gpu', '0', '--sim', two, '--data-dir', dataDir]);
+      expect(rejected.code).toBe(4);
+      expect(rejected.stdout).toContain(`device: Sim A 24GB [${KEY}]`);
+      expect(rejected.stdout).toContain(`elsewhere: launch it on GPU 1 "Sim B 24GB", which has room [${keyB}]`);
+      expect(cli(['launch', '--model', model, '--gpu', '2', '--sim', two, '--data-dir', dataDir]).stderr).toContain('--gpu 2: there is no device 2');
+      const child = spawn(process.execPath, [CLI, 'launch', '--model', model, '--ctx', '256', '--threads', '1', '--gpu', '1', '--sim', two, '--data-dir', dataDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+      children.push(child);
+      const running = await new Promise<string>((resolve, reject) => {
+        createInterface({ input: child.stdout! }).on('line', (line) => line.startsWith('running:') && resolve(line));
+        child.once('exit', (code) => reject(new Error(`launch exited ${code}`)));
+      });
+      const pid = Number(/pid (\d+)/.exec(running)?.[1]);
+      const environ = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+      expect(environ).toContain(`CUDA_VISIBLE_DEVICES=${keyB}`);
+      const engines = JSON.parse(cli(['engines', '--data-dir', dataDir, '--json']).stdout) as { engines: { pid: number; gpuKey: string }[] };
+      expect(engines.engines.find((e) => e.pid === pid)?.gpuKey).toBe(keyB);
+      const peers = JSON.parse(cli(['peers', '--gpu-key', keyB, '--json']).stdout) as { peers: { pid: number }[] };
+      expect(peers.peers.map((p) => p.pid)).toContain(pid);
+      child.kill('SIGTERM');
+      expect((await exitOf(child)).code).toBe(0);
+    } finally {
+      removeSegment(keyB);
+    }
+  }, 40_000);
 });

@@ -29,7 +29,8 @@ describe('commandFor', () => {
     expect(commandFor(spec, deps)).toEqual({
       command: '/node',
       args: ['/cli.js', 'run', '--gpu-key', 'GPU-1', '--weight', '3', '--name', 'qwen chat', '--exit-with-parent', '--activity-url', 'http://127.0.0.1:8099/metrics', '--', '/opt/llama-server', '-m', '/m/qwen.gguf', '-c', '8192', '-ngl', '99', '--metrics', '--port', '8099'],
-      env: { A: '1' },
+      // Pinned to its device (GPU-1, a CUDA UUID's form) through its environment.
+      env: { CUDA_VISIBLE_DEVICES: 'GPU-1', A: '1' },
     });
   });
 

@@ -57,6 +57,7 @@ const full = (over: Partial<Profile> = {}): Profile => ({
   args: [],
   env: {},
   command: null,
+  gpuKey: null,
   ...over,
 });
 
@@ -195,9 +196,19 @@ describe('defaults and weights', () => {
       args: [],
       env: {},
       command: null,
+      gpuKey: null,
     });
     const cmd = validateProfile({ id: 'c', name: 'C', capabilities: ['chat'], engineKind: 'command', command: '/bin/engine', contextSize: 1, priority: 'lab' }, 'p');
     expect(cmd.modelPath).toBeNull();
+  });
+
+  it('keeps a preferred device as a registry key, and names gpuKey when it is not one', () => {
+    const base = { id: 'm', name: 'M', capabilities: ['chat'], engineKind: 'llama-server', modelPath: '/m.gguf', contextSize: 4096, priority: 'background' };
+    expect(validateProfile({ ...base, gpuKey: 'GPU-8f1c2d3e' }, 'p').gpuKey).toBe('GPU-8f1c2d3e');
+    expect(validateProfile({ ...base, gpuKey: null }, 'p').gpuKey).toBeNull();
+    expect(() => validateProfile({ ...base, gpuKey: 'GPU 1/../x' }, 'p')).toThrow(/^p\.gpuKey: must be a device's registry key .* got "GPU 1\/\.\.\/x"$/);
+    expect(() => validateProfile({ ...base, gpuKey: 3 }, 'p')).toThrow(/^p\.gpuKey: must be a device's registry key .* got 3$/);
+    expect(() => validateProfile({ ...base, gpuKey: 'G'.repeat(41) }, 'p')).toThrow(/^p\.gpuKey: must be a device's registry key/);
   });
 
   it('effective weight is the profile weight, else the priority default', () => {

@@ -27,8 +27,14 @@ const chatProfile = { id: 'chat-1', name: 'Chat', capabilities: ['chat'], engine
 describe('/api bodies', () => {
   it('refuse an unknown top-level field, naming it (a misspelt field is not ignored)', () => {
     const error = refusal(() => parseInput(LAUNCH_REQUEST, { profileId: 'chat', profileID: 'chat' }));
-    expect(error.toBody()).toEqual({ error: { code: 'BAD_REQUEST', message: 'profileID: unknown field (profileId)', field: 'profileID' } });
+    expect(error.toBody()).toEqual({ error: { code: 'BAD_REQUEST', message: 'profileID: unknown field (profileId, gpuKey)', field: 'profileID' } });
     expect(refusal(() => parseInput(WEIGHT_REQUEST, { weight: 2, engine: 'x' })).details.field).toBe('engine');
+  });
+
+  it('take a launch\'s device as a registry key, naming gpuKey when it is not one', () => {
+    expect(parseInput(LAUNCH_REQUEST, { profileId: 'chat', gpuKey: 'GPU-8f1c' })).toEqual({ profileId: 'chat', gpuKey: 'GPU-8f1c' });
+    expect(parseInput(LAUNCH_REQUEST, { profileId: 'chat' })).toEqual({ profileId: 'chat' });
+    expect(refusal(() => parseInput(LAUNCH_REQUEST, { profileId: 'chat', gpuKey: 'GPU 1/..' })).details.field).toBe('gpuKey');
   });
 
   it('name a missing field with why, and the body when it is no object', () => {

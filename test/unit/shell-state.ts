@@ -35,7 +35,7 @@ export function engine(id: string, fields: Partial<EngineView> = {}): EngineView
 }
 
 export function profile(id: string, name: string = id): Profile {
-  return { id, name, capabilities: ['chat'], engineKind: 'builtin', modelPath: `/models/${id}.gguf`, contextSize: 4096, gpuLayers: 99, threads: null, weight: null, priority: 'interactive', pinned: false, idleUnloadMinutes: null, args: [], env: {}, command: null };
+  return { id, name, capabilities: ['chat'], engineKind: 'builtin', modelPath: `/models/${id}.gguf`, contextSize: 4096, gpuLayers: 99, threads: null, weight: null, priority: 'interactive', pinned: false, idleUnloadMinutes: null, args: [], env: {}, command: null, gpuKey: null };
 }
 
 export function device(fields: Partial<DeviceView> = {}): DeviceView {

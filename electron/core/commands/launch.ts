@@ -25,6 +25,10 @@ import { parseHostLine } from '../engines/host-protocol.js';
 import { Supervisor, type SupervisorEvent } from '../engines/supervisor.js';
 import { listEngines, removeEngineFile, writeEngineFile } from '../engines/engine-files.js';
 import { exitCodeForPlan, PlanCommandError } from './plan.js';
+import { DeviceChoiceError } from './keys.js';
+import { chooseGpuKey } from '../registry/keys.js';
+import { chooseLaunchDevice, pinningFor } from '../engines/device-pinning.js';
+import type { DeviceSample } from '../telemetry/types.js';
 import { stopSignals, type CommandIo } from './io.js';
 
 export interface LaunchOptions {
@@ -39,6 +43,10 @@ export interface LaunchOptions {
   launchers: { nodePath: string; cliPath: string; builtinHostPath: string };
   /** The engine's own HTTP port (built-in and llama-server engines); undefined = its default. */
   port?: number | undefined;
+  /** The device to launch on (--gpu-key, used as given; --gpu N, the N-th found); neither: the
+   *  profile's preferred device while present, else the one with the most free memory. */
+  gpuKey?: string | undefined;
+  gpu?: number | undefined;
   /** Draw the progress bar in place (a terminal) rather than a line per 10 %. */
   tty: boolean;
 }
@@ -84,6 +92,7 @@ async function resolveProfile(options: LaunchOptions): Promise<Profile> {
     args: [],
     env: {},
     command: null,
+    gpuKey: null,
   };
 }
 
@@ -99,13 +108,33 @@ export function progressBar(pct: number, width = 30): string {
   return `[${'#'.repeat(filled)}${' '.repeat(width - filled)}] ${String(Math.round(pct)).padStart(3)} %`;
 }
 
+/** The device `launch` runs an engine on: --gpu-key as given, --gpu N the N-th device found, else
+ *  the profile's preferred device while present, else the one with the most free memory. */
+export function launchDeviceOf(options: Pick<LaunchOptions, 'gpuKey' | 'gpu'>, profile: Pick<Profile, 'gpuKey'>, samples: readonly DeviceSample[]): string {
+  let requested: string | undefined;
+  if (options.gpuKey !== undefined || options.gpu !== undefined) {
+    const chosen = chooseGpuKey(options, samples.map((s, index) => ({ index, key: s.key, name: s.name })));
+    if (!chosen.ok) throw new DeviceChoiceError(chosen.message);
+    requested = chosen.value;
+  }
+  const devices = samples.map((s) => ({ key: s.key, freeBytes: s.health === 'FAILED' || s.totalBytes <= 0 ? null : s.totalBytes - s.usedBytes }));
+  return chooseLaunchDevice({ requested, preferred: profile.gpuKey, devices })?.key ?? 'cpu-0';
+}
+
 export async function runLaunch(options: LaunchOptions, io: CommandIo, clock: Clock): Promise<number> {
   const profile = await resolveProfile(options);
   const { provider, reason } = discoverTelemetry({ simFile: options.simFile, wallUs: () => clock.wallUs() });
   const pressure = new PressureTracker(POLICY_M10_V1);
-  const sampleNow = (): ReturnType<typeof provider.sample>[number] | null => provider.sample()[0] ?? null;
-  const first = sampleNow();
-  const gpuKey = first?.key ?? 'cpu-0';
+  let samples: DeviceSample[];
+  let gpuKey: string;
+  try {
+    samples = provider.sample();
+    gpuKey = launchDeviceOf(options, profile, samples);
+  } catch (error) {
+    provider.close();
+    throw error;
+  }
+  const sampleNow = (key: string = gpuKey): DeviceSample | null => provider.sample().find((s) => s.key === key) ?? null;
   io.err(`telemetry: ${reason}`);
 
   const envelopes = new EnvelopeStore(join(options.dataDir, 'envelopes.json'));
@@ -134,18 +163,23 @@ export async function runLaunch(options: LaunchOptions, io: CommandIo, clock: Cl
     policy: POLICY_M10_V1,
     leases: new LeaseBook(),
     envelopes,
-    snapshot: () => {
-      const sample = sampleNow();
-      const level = sample === null ? 'NORMAL' : pressure.observe(usedFraction(sample), clock.monoUs());
-      return snapshotFromSample({ nowUs: clock.wallUs(), node: hostname(), gpuKey, sample, pressure: level });
+    snapshot: (key) => {
+      const sample = sampleNow(key);
+      // One tracker, for the device it runs on; another device's level is judged on this sample alone.
+      const tracker = key === gpuKey ? pressure : new PressureTracker(POLICY_M10_V1);
+      const level = sample === null ? 'NORMAL' : tracker.observe(usedFraction(sample), clock.monoUs());
+      return snapshotFromSample({ nowUs: clock.wallUs(), node: hostname(), gpuKey: key, sample, pressure: level });
     },
     spawn: spawnEngineProcess,
     launchers: options.launchers,
     gpuKey,
-    residentBytes: (pid) => residentBytesOf(provider, pid, [], sampleNow),
+    deviceKeys: () => samples.map((s) => s.key),
+    residentBytes: (pid) => residentBytesOf(provider, pid, [], () => sampleNow()),
     onEvent,
   });
   if (options.tty) io.err('');
+  const pinning = pinningFor(spec.kind, gpuKey, spec.env);
+  if (pinning.note !== null) io.err(`${profile.name}: ${pinning.note}`);
   // A second Ctrl-C while it stops: kill it at once.
   let engineId: string | null = null;
   const signals = stopSignals(() => {

@@ -357,6 +357,9 @@ async function main(argv: readonly string[]): Promise<void> {
       },
     });
     if (host.isStopping) return;
+    // Pinned through CUDA_VISIBLE_DEVICES, which Vulkan ignores: say where it really runs.
+    const pinnedTo = process.env['CUDA_VISIBLE_DEVICES'];
+    if (llama.gpu === 'vulkan' && pinnedTo !== undefined && pinnedTo !== '') log('warn', `node-llama-cpp chose Vulkan, which CUDA_VISIBLE_DEVICES=${pinnedTo} does not pin: it runs on Vulkan's default device`);
     progress(0.05);
     const model = await llama.loadModel({
       modelPath: options.model,

@@ -18,6 +18,7 @@ import * as v from 'valibot';
 import { WEIGHT_MAX, WEIGHT_MIN } from '../contract.js';
 import { backupCopy, parseJsonFile } from '../data-files.js';
 import { PRIORITIES, type Priority } from '../planner/policy.js';
+import { GPU_KEY_MAX, GPU_KEY_PATTERN } from '../registry/abi.js';
 import { describeValue, examine, got, isRecord, optionalEntries, ownRecord, pathText, strictRecord } from '../schema.js';
 
 export type { Priority } from '../planner/policy.js';
@@ -67,6 +68,7 @@ const wholeNumber = (min: number, max: number | null, orNull: string | null) => 
 
 const PROFILE_ID = v.pipe(v.string(got(`must be 1 to ${PROFILE_ID_MAX} characters of a-z, 0-9 and '-'`)), v.regex(ID_RE, got(`must be 1 to ${PROFILE_ID_MAX} characters of a-z, 0-9 and '-'`)));
 const capabilityMessage = got("must be 1 to 32 characters of a-z, 0-9, '.', '_' and '-'");
+const gpuKeyMessage = got(`must be a device's registry key (1 to ${GPU_KEY_MAX} characters of A-Z, a-z, 0-9, '.', '_' and '-') or null (the default device)`);
 const weightMessage = got(`must be a number from ${WEIGHT_MIN} to ${WEIGHT_MAX} or null (the priority's default)`);
 
 /** A profile's fields. Those with a default may be missing (a hand-written file, a form). */
@@ -111,6 +113,9 @@ const PROFILE_FIELDS = {
   /** The executable for 'command' (required), 'llama-server', 'llamafile', 'opencoti-llamafile'
    *  (null = the kind's default executable); always null for 'builtin'. */
   command: v.nullish(NON_EMPTY_TEXT, null),
+  /** The device it prefers (a registry key), used while present; null = the device selected in
+   *  the dashboard, else the one with the most free memory. */
+  gpuKey: v.nullish(v.pipe(v.string(gpuKeyMessage), v.maxLength(GPU_KEY_MAX, gpuKeyMessage), v.regex(GPU_KEY_PATTERN, gpuKeyMessage)), null),
 };
 const PROFILE_FIELD_NAMES = Object.keys(PROFILE_FIELDS).join(', ');
 const notAProfileField = (): string => `is not a profile field (known: ${PROFILE_FIELD_NAMES})`;

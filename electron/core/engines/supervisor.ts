@@ -14,6 +14,7 @@
  */
 import type { Clock } from '../clock.js';
 import { plan as planPlacement } from '../planner/plan.js';
+import { withElsewhere, wantsElsewhere } from '../planner/elsewhere.js';
 import { requirementBytes, type PlannerPolicy, type Priority } from '../planner/policy.js';
 import type { LeaseBook } from '../planner/leases.js';
 import type { EnvelopeStore } from '../planner/envelopes.js';
@@ -26,6 +27,7 @@ import { parseHostLine } from './host-protocol.js';
 import { parsePacerLine } from '../pacer/overshoot.js';
 import type { EngineKind } from './profiles.js';
 import { ENGINE_SECRET_ENV, newEngineSecret } from './engine-secret.js';
+import { pinningFor } from './device-pinning.js';
 import { LLAMA_SERVER_DEFAULT_PORT, declaredPortOf } from '../pacer/server-activity.js';
 
 export type { EngineKind };
@@ -60,6 +62,9 @@ export interface LaunchSpec {
   modelProblem?: ModelProblem;
   /** Start it again after a crash, up to `maxRestarts` times, waiting backoff, 2·backoff, … */
   restart?: { maxRestarts: number; backoffMs: number } | null;
+  /** The device it runs on: planned against, pinned to, its registry joined. Absent: the
+   *  supervisor's default device (`SupervisorDeps.gpuKey`). */
+  gpuKey?: string;
 }
 
 /** `exited`: it ended by itself with exit code 0 (a command that finished); `crashed`: by itself
@@ -73,6 +78,8 @@ export interface EngineStatus {
   kind: EngineKind;
   priority: Priority;
   pinned: boolean;
+  /** The device it runs on (its registry key). */
+  gpuKey: string;
   pid: number;
   state: EngineState;
   /** 0–100 while loading. */
@@ -115,14 +122,18 @@ export interface SupervisorDeps {
   policy: PlannerPolicy;
   leases: LeaseBook;
   envelopes: EnvelopeStore | null;
-  /** The planner's view of the device now (without our residents and leases: we add them). */
-  snapshot(): DeviceSnapshot;
+  /** The planner's view of a device now (without our residents and leases: we add them). */
+  snapshot(gpuKey: string): DeviceSnapshot;
   spawn(request: SpawnRequest): SpawnedProcess;
   /** How to start a command-like engine under the process gate, and the engine host. */
   launchers: { nodePath: string; cliPath: string; builtinHostPath: string };
+  /** The device of a spec that names none. */
   gpuKey: string;
-  /** The measured device memory of a process (per-process telemetry, or its RSS on cpu-0). */
-  residentBytes(pid: number): number | null;
+  /** Every device, in discovery order: a request one device does not take is planned on the
+   *  others too, to name one that would (absent: only the default device). */
+  deviceKeys?(): string[];
+  /** The measured memory of a process on a device (per-process telemetry, or its RSS on cpu-0). */
+  residentBytes(pid: number, gpuKey: string): number | null;
   /** Is a request being served on it right now (the gateway)? Such an engine is busy for the
    *  planner at once, before the registry's activity flag says so. */
   inUse?(id: string): boolean;
@@ -176,13 +187,15 @@ export class SupervisorError extends Error {
  *  a command engine's port is its own business and stays unprotected). */
 export function commandFor(spec: LaunchSpec, deps: Pick<SupervisorDeps, 'launchers' | 'gpuKey'>, secret: string | null = null): SpawnRequest {
   const { nodePath, cliPath, builtinHostPath } = deps.launchers;
-  const env = { ...spec.env };
+  const gpuKey = spec.gpuKey ?? deps.gpuKey;
+  // Held to its device through its environment; the profile's own variables win.
+  const env = { ...pinningFor(spec.kind, gpuKey, spec.env).env, ...spec.env };
   const apiKey = secret === null ? [] : ['--api-key', secret];
   const paced = (command: string, args: readonly string[], activityUrl?: string): string[] => [
     cliPath,
     'run',
     '--gpu-key',
-    deps.gpuKey,
+    gpuKey,
     '--weight',
     String(spec.weight),
     '--name',
@@ -197,7 +210,7 @@ export function commandFor(spec: LaunchSpec, deps: Pick<SupervisorDeps, 'launche
   switch (spec.kind) {
     case 'builtin': {
       if (spec.modelPath === null) throw new SupervisorError(`${spec.profileId}: a builtin engine needs a model path`);
-      const args = [builtinHostPath, '--model', spec.modelPath, '--ctx', String(spec.contextSize), '--gpu-layers', String(spec.gpuLayers), '--port', '0', '--gpu-key', deps.gpuKey, '--weight', String(spec.weight), '--name', spec.name, '--alias', spec.profileId];
+      const args = [builtinHostPath, '--model', spec.modelPath, '--ctx', String(spec.contextSize), '--gpu-layers', String(spec.gpuLayers), '--port', '0', '--gpu-key', gpuKey, '--weight', String(spec.weight), '--name', spec.name, '--alias', spec.profileId];
       if (spec.threads !== null) args.push('--threads', String(spec.threads));
       return { command: nodePath, args: [...args, ...spec.args], env: secret === null ? env : { ...env, [ENGINE_SECRET_ENV]: secret } };
     }
@@ -276,10 +289,11 @@ export class Supervisor {
     return engine === undefined ? undefined : copyStatus(engine.status);
   }
 
-  /** The engines that hold (or are about to hold) device memory, as the planner sees them. */
-  residents(): ManagedResident[] {
+  /** The engines that hold (or are about to hold) memory on a device (every device when none is
+   *  given), as the planner sees them. */
+  residents(gpuKey?: string): ManagedResident[] {
     return [...this.engines.values()]
-      .filter((e) => e.status.state === 'loading' || e.status.state === 'running')
+      .filter((e) => (e.status.state === 'loading' || e.status.state === 'running') && (gpuKey === undefined || e.status.gpuKey === gpuKey))
       .map((e) => ({
         id: e.status.id,
         pid: e.status.pid,
@@ -292,9 +306,24 @@ export class Supervisor {
       }));
   }
 
-  /** Plan only (a dry-run with our residents and leases counted). */
+  /** The device a spec runs on. */
+  deviceOf(spec: Pick<LaunchSpec, 'gpuKey'>): string {
+    return spec.gpuKey ?? this.deps.gpuKey;
+  }
+
+  /** Plan only (a dry-run with our residents and leases counted) on the spec's device; a plan that
+   *  does not place it there names another device that would (`elsewhere`). */
   plan(spec: LaunchSpec): PlacementPlan {
-    const base = this.deps.snapshot();
+    const gpuKey = this.deviceOf(spec);
+    const here = this.planOn(spec, gpuKey);
+    if (!wantsElsewhere(here)) return here;
+    const keys = this.deps.deviceKeys?.() ?? [this.deps.gpuKey];
+    const others = keys.flatMap((key, index) => (key === gpuKey ? [] : [{ index, plan: this.planOn(spec, key) }]));
+    return withElsewhere(here, others);
+  }
+
+  private planOn(spec: LaunchSpec, gpuKey: string): PlacementPlan {
+    const base = this.deps.snapshot(gpuKey);
     const request: PlanRequest = {
       capability: spec.capability,
       modelKey: spec.modelKey,
@@ -308,7 +337,7 @@ export class Supervisor {
       weight: spec.weight,
       ...(spec.modelProblem === undefined ? {} : { modelProblem: spec.modelProblem }),
     };
-    return planPlacement(request, { ...base, residents: this.residents(), leases: this.deps.leases.active(base.nowUs) }, this.deps.policy);
+    return planPlacement(request, { ...base, residents: this.residents(gpuKey), leases: this.deps.leases.active(base.nowUs, gpuKey) }, this.deps.policy);
   }
 
   /** Plan, evict what the plan names, take a lease and start the engine. Resolves once it is
@@ -321,7 +350,8 @@ export class Supervisor {
     const id = `${spec.profileId}-${++this.counter}`;
     const now = this.deps.clock.wallUs();
     const leaseId = `lease-${id}`;
-    this.deps.leases.take(leaseId, requirementBytes(spec.peakBytes, this.deps.policy), now, this.deps.policy.leaseTtlUs);
+    const gpuKey = this.deviceOf(spec);
+    this.deps.leases.take(leaseId, requirementBytes(spec.peakBytes, this.deps.policy), now, this.deps.policy.leaseTtlUs, gpuKey);
     const secret = newEngineSecret();
     let child: SpawnedProcess;
     try {
@@ -346,6 +376,7 @@ export class Supervisor {
         kind: spec.kind,
         priority: spec.priority,
         pinned: spec.pinned,
+        gpuKey,
         pid: child.pid,
         state: 'loading',
         progressPct: 0,
@@ -549,7 +580,7 @@ export class Supervisor {
     engine.status.progressPct = 100;
     const now = this.deps.clock.wallUs();
     engine.status.idleSinceUs = now;
-    const resident = this.deps.residentBytes(engine.status.pid);
+    const resident = this.deps.residentBytes(engine.status.pid, engine.status.gpuKey);
     engine.status.residentBytes = resident;
     if (engine.leaseId !== null) this.deps.leases.release(engine.leaseId);
     engine.leaseId = null;

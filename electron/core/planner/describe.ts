@@ -2,7 +2,7 @@
  *  breakdown, verdict, reasons. Pure. */
 import { describeModelProblem } from './model-problem.js';
 import type { MemoryNeeds } from './memory.js';
-import type { PlacementPlan, Reason } from './types.js';
+import type { Elsewhere, PlacementPlan, Reason } from './types.js';
 
 export function formatBytes(bytes: number): string {
   const sign = bytes < 0 ? '−' : '';
@@ -86,12 +86,23 @@ export function explainReason(reason: Reason): string {
   }
 }
 
+/** A device as the user counts them: `GPU 1 "RTX 4090"` (`device 0 "…"` for the host CPU). */
+export function deviceLabel(device: { key: string; name: string | null; index: number }): string {
+  return `${device.key === 'cpu-0' ? 'device' : 'GPU'} ${device.index} "${device.name ?? device.key}"`;
+}
+
+/** The advice to take a request elsewhere: `launch it on GPU 1 "RTX 4090", which has room`. */
+export function elsewhereAdvice(elsewhere: Elsewhere): string {
+  return `launch it on ${deviceLabel(elsewhere)}, which has room${elsewhere.verdict === 'ADMIT' ? '' : ' once its idle engines are stopped'}`;
+}
+
 export function describePlan(plan: PlacementPlan): string {
   const r = plan.request;
   const b = plan.breakdown;
   const lines = [
     `verdict: ${plan.verdict}`,
     ...plan.reasons.map((reason) => `  - ${explainReason(reason)}`),
+    ...(plan.elsewhere === undefined ? [] : [`  - elsewhere: ${plan.elsewhere === null ? 'no other device would take it now' : `${elsewhereAdvice(plan.elsewhere)} [${plan.elsewhere.key}]`}`]),
     '',
     `request: ${r.capability} · ${r.engineKind} · model ${r.modelKey} · ctx ${r.contextSize} · gpu layers ${r.gpuLayers} · ${r.priority}`,
     `  peak ${formatBytes(r.peakBytes)} (${r.peakSource}) · weight ${r.weight}`,

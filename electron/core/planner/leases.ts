@@ -7,12 +7,16 @@ import type { Lease } from './types.js';
 
 export class LeaseBook {
   private readonly leases = new Map<string, Lease>();
+  /** Lease id → the device it holds memory on (none: the book's only device). */
+  private readonly devices = new Map<string, string>();
 
-  take(id: string, reservedBytes: number, nowUs: number, ttlUs: number): Lease {
+  /** `deviceKey`: the device whose memory it holds; leases of one device never count on another. */
+  take(id: string, reservedBytes: number, nowUs: number, ttlUs: number, deviceKey?: string): Lease {
     if (this.leases.has(id)) throw new Error(`lease ${id} is already held`);
     if (!Number.isFinite(reservedBytes) || reservedBytes <= 0) throw new Error(`lease ${id}: reserved bytes must be > 0, got ${reservedBytes}`);
     const lease: Lease = { id, reservedBytes, materializedBytes: 0, expiresAtUs: nowUs + ttlUs };
     this.leases.set(id, lease);
+    if (deviceKey !== undefined) this.devices.set(id, deviceKey);
     return lease;
   }
 
@@ -24,12 +28,16 @@ export class LeaseBook {
   }
 
   release(id: string): boolean {
+    this.devices.delete(id);
     return this.leases.delete(id);
   }
 
-  /** Unexpired leases; expired ones are dropped here. */
-  active(nowUs: number): Lease[] {
-    for (const [id, lease] of this.leases) if (lease.expiresAtUs <= nowUs) this.leases.delete(id);
-    return [...this.leases.values()];
+  /** Unexpired leases (of one device, when `deviceKey` is given); expired ones are dropped here. */
+  active(nowUs: number, deviceKey?: string): Lease[] {
+    for (const [id, lease] of this.leases) {
+      if (lease.expiresAtUs <= nowUs) this.release(id);
+    }
+    const all = [...this.leases.values()];
+    return deviceKey === undefined ? all : all.filter((lease) => (this.devices.get(lease.id) ?? deviceKey) === deviceKey);
   }
 }

@@ -220,6 +220,20 @@ export interface PlacementPlan {
   headroomBeforeBytes: number;
   headroomAfterBytes: number;
   plannedAtUs: number;
+  /** For a plan that did not admit the request here: another device that would, as advice
+   *  (elsewhere.ts). Absent when none was looked for; null when no other device would. Not in
+   *  the fingerprint: it describes the other devices, not this one. */
+  elsewhere?: Elsewhere | null;
+}
+
+/** Another device that would admit a request this device did not. */
+export interface Elsewhere {
+  key: string;
+  name: string | null;
+  /** Its place in discovery order (what `--gpu N` and the header's list count). */
+  index: number;
+  verdict: 'ADMIT' | 'ADMIT_AFTER_EVICTION';
+  headroomAfterBytes: number;
 }
 
 /** Bad input (NaN, negative, missing numbers): never a verdict. */

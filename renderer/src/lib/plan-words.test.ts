@@ -27,6 +27,17 @@ describe('plan words', () => {
     expect(reasonLines(plan)).toEqual(['INSUFFICIENT_CAPACITY: needs 6.20 GiB, 3.10 GiB schedulable, 0 B freeable; 5.00 GiB used by other processes']);
   });
 
+  it('names another device that would take it, as the core found it', () => {
+    const plan = placementPlan({
+      verdict: 'REJECT_CAPACITY',
+      reasons: [{ code: 'INSUFFICIENT_CAPACITY', requestedBytes: 6.2 * GiB, schedulableBytes: 0, freeableBytes: 0, unmanagedExternalBytes: 23 * GiB }],
+      residents: [{ id: 'qwen-chat-1', pid: 1, priority: 'interactive', busy: true, pinned: false, weight: 3, usedBytes: 1 * GiB }],
+      elsewhere: { key: 'GPU-b', name: 'Sim B 24GB', index: 1, verdict: 'ADMIT', headroomAfterBytes: 15 * GiB },
+    });
+    expect(planHeadline(plan, nameOf)).toBe('REJECT_CAPACITY: needs 6.20 GiB, 0 B schedulable — stop "qwen-chat" or close the external process using 23.00 GiB or launch it on GPU 1 "Sim B 24GB", which has room');
+    expect(planHeadline({ ...plan, elsewhere: null }, nameOf)).not.toContain('launch it on');
+  });
+
   it('explains a model larger than the device', () => {
     const plan = placementPlan({ verdict: 'REJECT_CAPACITY', reasons: [{ code: 'EXCEEDS_DEVICE', requestedBytes: 30 * GiB, capacityBytes: 22.8 * GiB }] });
     expect(planHeadline(plan, nameOf)).toBe('REJECT_CAPACITY: needs 30.00 GiB, more than this device can offer (22.80 GiB) — use a smaller model or fewer GPU layers');

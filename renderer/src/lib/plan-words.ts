@@ -6,7 +6,7 @@
  * process using 5.00 GiB`.
  */
 import type { PlacementPlan, Verdict } from '../../../electron/core/contract.js';
-import { explainReason, formatBytes } from '../../../electron/core/planner/describe.js';
+import { elsewhereAdvice, explainReason, formatBytes } from '../../../electron/core/planner/describe.js';
 import type { Reason } from '../../../electron/core/planner/types.js';
 import type { Tone } from './pacing.js';
 
@@ -50,8 +50,14 @@ function firstReason(plan: PlacementPlan, ...codes: Reason['code'][]): Reason | 
   return plan.reasons.find((reason) => codes.includes(reason.code));
 }
 
-/** The one-line headline: verdict code, the figures, and what to do. */
+/** The one-line headline: verdict code, the figures, and what to do; a plan that was not placed
+ *  also names the other device that would take it, when the core found one. */
 export function planHeadline(plan: PlacementPlan, nameOf: NameOf): string {
+  const headline = headlineHere(plan, nameOf);
+  return plan.elsewhere === undefined || plan.elsewhere === null ? headline : `${headline} or ${elsewhereAdvice(plan.elsewhere)}`;
+}
+
+function headlineHere(plan: PlacementPlan, nameOf: NameOf): string {
   const request = plan.breakdown.requirementBytes;
   const schedulable = plan.breakdown.schedulableBytes;
   switch (plan.verdict) {
