@@ -119,3 +119,9 @@ export class LinuxProcessTree {
     return [...this.known.values()];
   }
 }
+
+/** The pids of a process's tree right now (itself included while alive): one walk, nothing
+ *  remembered. */
+export function linuxTreePids(rootPid: number): number[] {
+  return new LinuxProcessTree(rootPid).walk().members.map((m) => m.pid);
+}

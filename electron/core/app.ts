@@ -59,6 +59,7 @@ import { RegistrySegment, registryAccess, shareRegistries } from './registry/seg
 import { buildPeersView, type AlivePeer, type GpuPeersView } from './registry/view.js';
 import { discoverTelemetry } from './telemetry/discovery.js';
 import { residentBytesOf } from './telemetry/resident.js';
+import { engineTreesOf } from './telemetry/engine-trees.js';
 import { TelemetrySampler } from './telemetry/sampler.js';
 import { isStale, type DeviceSample, type TelemetryProvider } from './telemetry/types.js';
 
@@ -159,6 +160,9 @@ class GpuShareCore implements Core {
           this.recordHistory(sample);
         }
       },
+      // Our engines' memory is their process trees' (a llama-server under `gpu-share run` holds it,
+      // not the supervisor whose pid we know). The first sample comes before the supervisor.
+      engineTrees: () => engineTreesOf(this.runningEnginePids()),
     });
     this.sampler.tick();
     this.gpuKey = this.sampler.all()[0]?.key ?? 'cpu-0';
@@ -194,6 +198,11 @@ class GpuShareCore implements Core {
       inUse: (id) => this.gateway.serving(id),
       onEvent: (event) => this.onSupervisorEvent(event),
     });
+  }
+
+  /** The pids of the engines that load or run now (none before the supervisor exists). */
+  private runningEnginePids(): number[] {
+    return (this.supervisor as Supervisor | undefined)?.list().filter((e) => e.state === 'loading' || e.state === 'running').map((e) => e.pid) ?? [];
   }
 
   start(): void {

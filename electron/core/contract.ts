@@ -7,7 +7,7 @@
 import * as v from 'valibot';
 import { MAX_WEIGHT, MIN_WEIGHT } from './registry/codec.js';
 import { GPU_KEY_MAX, GPU_KEY_PATTERN } from './registry/abi.js';
-import { describeValue, examine, got, isRecord, pathText, strictRecord } from './schema.js';
+import { describeValue, examine, got, isRecord, pathText, strictRecord, TRUE_OR_FALSE, wholeNumber } from './schema.js';
 import type { EngineKind, Priority } from './engines/profiles.js';
 import type { Profile, ProfileInput, ProfilePatch } from './engines/profiles.js';
 import type { EngineState } from './engines/supervisor.js';
@@ -408,11 +408,6 @@ const unknownField = (known: string) => (): string => `unknown field (${known})`
 
 const text = (maxLength: number) =>
   v.pipe(v.string(got('must be a non-empty string')), v.minLength(1, got('must be a non-empty string')), v.maxLength(maxLength, `must be at most ${maxLength} characters`));
-const wholeNumber = (min: number, max: number, what: string) => {
-  const message = got(`must be ${what}`);
-  return v.pipe(v.number(message), v.integer(message), v.minValue(min, message), v.maxValue(max, message));
-};
-const trueOrFalse = v.boolean(got('must be true or false'));
 
 export const PROFILE_ID = text(40);
 export const ENGINE_ID = v.pipe(text(80), v.regex(/^[a-z0-9-]+$/, (issue) => `not an engine id: ${describeValue(issue.input)}`));
@@ -425,7 +420,7 @@ export const WEIGHT = v.pipe(
   v.minValue(WEIGHT_MIN, got(`must be a number from ${WEIGHT_MIN} to ${WEIGHT_MAX}`)),
   v.maxValue(WEIGHT_MAX, got(`must be a number from ${WEIGHT_MIN} to ${WEIGHT_MAX}`)),
 );
-export const ENABLED = trueOrFalse;
+export const ENABLED = TRUE_OR_FALSE;
 /** A profile body before the core checks it in depth (against the profile schema). */
 export const OBJECT_BODY = v.custom<Record<string, unknown>>(isRecord, got('must be an object'));
 
@@ -463,12 +458,15 @@ export type EstimateOptions = v.InferOutput<typeof ESTIMATE_OPTIONS>;
 /** `POST /api/estimate`: the model file and the options beside it. */
 export const ESTIMATE_REQUEST = strictRecord({ modelPath: MODEL_PATH, ...ESTIMATE_OPTION_FIELDS }, 'an object', unknownField('modelPath, contextSize, kvCacheType'));
 
+/** The default idle-unload minutes (the policy's, kept in the settings); null = never. */
+export const IDLE_UNLOAD_MINUTES = v.nullable(wholeNumber(0, 100_000, 'a whole number of minutes (0–100000) or null'));
+
 /** `PUT /api/policy`: the fields to change. */
 export const POLICY_PATCH = strictRecord(
   {
-    labPaused: v.optional(trueOrFalse),
-    draining: v.optional(trueOrFalse),
-    idleUnloadMinutes: v.optional(v.nullable(wholeNumber(0, 100_000, 'a whole number of minutes (0–100000) or null'))),
+    labPaused: v.optional(TRUE_OR_FALSE),
+    draining: v.optional(TRUE_OR_FALSE),
+    idleUnloadMinutes: v.optional(IDLE_UNLOAD_MINUTES),
   },
   'an object',
   unknownField('labPaused, draining, idleUnloadMinutes'),

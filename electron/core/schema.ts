@@ -67,6 +67,15 @@ export const got =
   (issue: v.BaseIssue<unknown>): string =>
     `${text}, got ${describeValue(issue.input)}`;
 
+/** A whole number in a range (`max` null: no upper bound); the message is `must be <what>, got …`. */
+export function wholeNumber(min: number, max: number | null, what: string) {
+  const message = got(`must be ${what}`);
+  const number = v.pipe(v.number(message), v.safeInteger(message), v.minValue(min, message));
+  return max === null ? number : v.pipe(number, v.maxValue(max, message));
+}
+
+export const TRUE_OR_FALSE = v.boolean(got('must be true or false'));
+
 export const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 type Entries = v.ObjectEntries;

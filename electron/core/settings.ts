@@ -8,19 +8,19 @@ import { join } from 'node:path';
 import Conf from 'conf';
 import * as v from 'valibot';
 import { backupCopy, parseJsonFile } from './data-files.js';
-import { examine, got, openRecord, optionalEntries, pathText, strictRecord } from './schema.js';
+import { IDLE_UNLOAD_MINUTES } from './contract.js';
+import { examine, got, openRecord, optionalEntries, pathText, strictRecord, TRUE_OR_FALSE, wholeNumber } from './schema.js';
 
 export const SETTINGS_VERSION = 1;
 
 const TOKEN_RE = /^[A-Za-z0-9_-]{32,128}$/;
 const TOKEN = v.pipe(v.string(got('must be a token of 32 to 128 characters of A-Z, a-z, 0-9, "_" and "-"')), v.regex(TOKEN_RE, got('must be a token of 32 to 128 characters of A-Z, a-z, 0-9, "_" and "-"')));
-const trueOrFalse = v.boolean(got('must be true or false'));
 const PRIORITY_NAMES = ['interactive', 'background', 'lab'] as const;
 
 const SETTINGS_FIELDS = {
   version: v.literal(SETTINGS_VERSION, got(`must be ${SETTINGS_VERSION}`)),
   /** The loopback API's port. */
-  apiPort: v.pipe(v.number(got('must be a port from 1 to 65535')), v.integer(got('must be a port from 1 to 65535')), v.minValue(1, got('must be a port from 1 to 65535')), v.maxValue(65535, got('must be a port from 1 to 65535'))),
+  apiPort: wholeNumber(1, 65535, 'a port from 1 to 65535'),
   /** Bearer token for the control API and the gateway (the dashboard's: interactive). */
   apiToken: TOKEN,
   /** Extra gateway tokens and the priority class each gets. */
@@ -39,14 +39,14 @@ const SETTINGS_FIELDS = {
     ),
     v.maxLength(64, 'must hold at most 64 tokens'),
   ),
-  launchAtLogin: trueOrFalse,
-  labPaused: trueOrFalse,
-  draining: trueOrFalse,
+  launchAtLogin: TRUE_OR_FALSE,
+  labPaused: TRUE_OR_FALSE,
+  draining: TRUE_OR_FALSE,
   /** Idle-unload minutes for profiles that do not set their own; null = never. */
-  idleUnloadMinutes: v.nullable(v.pipe(v.number(got('must be a whole number of minutes (0–100000) or null')), v.integer(got('must be a whole number of minutes (0–100000) or null')), v.minValue(0, got('must be a whole number of minutes (0–100000) or null')), v.maxValue(100_000, got('must be a whole number of minutes (0–100000) or null')))),
+  idleUnloadMinutes: IDLE_UNLOAD_MINUTES,
   /** Shared registries: accept other users' segments and create ours for every local user
    *  (mode 0666). This trusts every local user with our engines' pacing; off by default. */
-  sharedRegistry: trueOrFalse,
+  sharedRegistry: TRUE_OR_FALSE,
 };
 
 /** The settings in use: every field. Keys it does not name (a newer version's) are kept as they

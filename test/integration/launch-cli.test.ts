@@ -10,7 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ProfileStore } from '../../electron/core/engines/profiles.js';
 import { GiB } from '../../electron/core/planner/policy.js';
 import { TINY_GGUF_SPEC, writeGguf } from '../fixtures/gguf.js';
-import { BURN_ENGINE, CLI, exitOf, ROOT, until } from '../fixtures/procs.js';
+import { BURN_ENGINE, childrenOf, CLI, exitOf, ROOT, until } from '../fixtures/procs.js';
 import { call, startServe } from '../fixtures/serve.js';
 import { removeSegment } from '../fixtures/segments.js';
 
@@ -138,8 +138,10 @@ describe('gpu-share itself', () => {
     store.create({ id: 'held', name: 'held', capabilities: ['chat'], engineKind: 'command', command: process.execPath, args: [BURN_ENGINE, '--mode', 'unaware', '--token-ms', '2', '--duration-s', '30'], contextSize: 1, priority: 'background' });
     const { child, running } = await launch(['held']);
     const enginePid = Number(/pid (\d+)/.exec(running)?.[1]);
-    // The device now shows the engine's 3 GiB beside 1 GiB of someone else's.
-    writeFileSync(sim, JSON.stringify({ devices: [{ key: KEY, name: 'Sim 24GB', totalBytes: 24 * GiB, usedBytes: 4 * GiB, processes: [{ pid: enginePid, usedBytes: 3 * GiB }, { pid: 999_999, usedBytes: 1 * GiB }], health: 'OK' }] }));
+    // The engine's pid is its `gpu-share run` supervisor; the memory is held by the command under
+    // it, as the driver would list a llama-server: 3 GiB there, beside 1 GiB of someone else's.
+    const command = await until(() => childrenOf(enginePid).find((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('burn')), 10_000, 'the command under run');
+    writeFileSync(sim, JSON.stringify({ devices: [{ key: KEY, name: 'Sim 24GB', totalBytes: 24 * GiB, usedBytes: 4 * GiB, processes: [{ pid: command, usedBytes: 3 * GiB }, { pid: 999_999, usedBytes: 1 * GiB }], health: 'OK' }] }));
     try {
       const planned = cli(['plan', '--model', model, '--ctx', '256', '--sim', sim, '--data-dir', dataDir, '--json']);
       const breakdown = (JSON.parse(planned.stdout) as { breakdown: { managedResidentBytes: number; unmanagedExternalBytes: number } }).breakdown;

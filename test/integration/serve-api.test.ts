@@ -93,6 +93,10 @@ describe('security', () => {
       ['PUT', '/api/policy', { surprise: 1 }, 'surprise'],
       ['POST', '/api/engines', {}, 'profileId'],
       ['POST', '/api/plan', [], 'body'],
+      // A misspelt field is refused by name, not ignored.
+      ['POST', '/api/plan', { profileId: 'fields', profileID: 'fields' }, 'profileID'],
+      ['PUT', '/api/profiles/fields', { contextsize: 512 }, 'contextsize'],
+      ['PUT', '/api/profiles/fields', { env: { HF_HOME: 7 } }, 'env'],
       ['PUT', '/api/engines/x-1/weight', { weight: 0 }, 'weight'],
       ['PUT', '/api/engines/x-1/weight', { weight: '2' }, 'weight'],
       ['PUT', '/api/engines/x-1/weight', { weight: 1e9 }, 'weight'],

@@ -76,14 +76,16 @@ it('writes paths as JSON paths', () => {
   expect(pathText('', ['messages', 0, 'content'])).toBe('messages[0].content');
 });
 
+const dirs: string[] = [];
+afterEach(() => dirs.splice(0).forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+const dataDir = (): string => {
+  const dir = mkdtempSync(join(tmpdir(), 'gpushare-schemas-'));
+  dirs.push(dir);
+  return dir;
+};
+
 describe('profiles', () => {
-  const dirs: string[] = [];
-  afterEach(() => dirs.splice(0).forEach((dir) => rmSync(dir, { recursive: true, force: true })));
-  const store = (): ProfileStore => {
-    const dir = mkdtempSync(join(tmpdir(), 'gpushare-schemas-'));
-    dirs.push(dir);
-    return new ProfileStore({ dataDir: dir });
-  };
+  const store = (): ProfileStore => new ProfileStore({ dataDir: dataDir() });
   const input: ProfileInput = { name: 'Coder', capabilities: ['code'], engineKind: 'llama-server', modelPath: '/m.gguf', contextSize: 4096, priority: 'background' };
 
   it('name a wrong type deep in a profile by its path, and its top-level field for /api', () => {
@@ -120,13 +122,6 @@ describe('profiles', () => {
 });
 
 describe('settings', () => {
-  const dirs: string[] = [];
-  afterEach(() => dirs.splice(0).forEach((dir) => rmSync(dir, { recursive: true, force: true })));
-  const dataDir = (): string => {
-    const dir = mkdtempSync(join(tmpdir(), 'gpushare-settings-'));
-    dirs.push(dir);
-    return dir;
-  };
   const TOKEN = 'a'.repeat(43);
 
   it('set a file with a wrong value deep inside aside, naming its path, and start from the defaults', () => {

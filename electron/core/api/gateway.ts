@@ -9,7 +9,7 @@ import { request as httpRequest, type IncomingMessage, type ServerResponse } fro
 import * as v from 'valibot';
 import { ApiError, badField, parseInput, type AppEvent, type EngineKind, type EngineView, type Profile } from '../contract.js';
 import type { Core } from '../app-types.js';
-import { got, openRecord } from '../schema.js';
+import { got, openRecord, TRUE_OR_FALSE } from '../schema.js';
 import { explainReason } from '../planner/describe.js';
 import type { Priority } from '../planner/policy.js';
 import type { PlacementPlan } from '../planner/types.js';
@@ -77,7 +77,7 @@ const numberFrom = (min: number, max: number, integer: boolean) => {
  *  are (OpenAI's API has many; an engine that lacks one is refused by UNSUPPORTED_PARAMETERS). */
 const COMPLETION_FIELDS = {
   model: v.pipe(v.string(got('must name a capability, a profile id or a profile name')), v.minLength(1, got('must name a capability, a profile id or a profile name'))),
-  stream: v.nullish(v.boolean(got('must be true or false'))),
+  stream: v.nullish(TRUE_OR_FALSE),
   max_tokens: numberFrom(1, MAX_TOKENS_LIMIT, true),
   max_completion_tokens: numberFrom(1, MAX_TOKENS_LIMIT, true),
   temperature: numberFrom(0, 2, false),

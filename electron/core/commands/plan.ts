@@ -18,7 +18,8 @@ import { PressureTracker } from '../planner/pressure.js';
 import { snapshotFromSample, usedFraction } from '../planner/snapshot.js';
 import type { PlacementPlan } from '../planner/types.js';
 import { discoverTelemetry } from '../telemetry/discovery.js';
-import { trackEnginePids } from '../telemetry/resident.js';
+import { trackEngineTrees } from '../telemetry/resident.js';
+import { engineTreesOf, foldEngineTrees } from '../telemetry/engine-trees.js';
 import { listEngines, residentsSupervisedElsewhere } from '../engines/engine-files.js';
 import type { CommandIo } from './io.js';
 
@@ -62,9 +63,11 @@ export async function runPlan(options: PlanOptions, io: CommandIo, clock: Clock)
   const { estimate } = peak;
   const { provider, reason } = discoverTelemetry({ simFile: options.simFile, wallUs: () => clock.wallUs() });
   try {
-    // Engines that `launch`, `serve` or the app run for this data folder are ours, not external.
-    trackEnginePids(provider, listEngines(options.dataDir).map((e) => e.pid));
-    const samples = provider.sample();
+    // Engines that `launch`, `serve` or the app run for this data folder are ours, not external:
+    // their whole process trees.
+    const trees = engineTreesOf(listEngines(options.dataDir).map((e) => e.pid));
+    trackEngineTrees(provider, trees);
+    const samples = provider.sample().map((s) => foldEngineTrees(s, trees));
     const sample = options.deviceKey === undefined ? (samples[0] ?? null) : (samples.find((s) => s.key === options.deviceKey) ?? null);
     if (options.deviceKey !== undefined && sample === null) {
       throw new PlanCommandError(`--device: no device ${options.deviceKey}; this machine has ${samples.map((s) => s.key).join(', ') || 'none'}`);

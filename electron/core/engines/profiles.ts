@@ -19,7 +19,7 @@ import { WEIGHT_MAX, WEIGHT_MIN } from '../contract.js';
 import { backupCopy, parseJsonFile } from '../data-files.js';
 import { PRIORITIES, type Priority } from '../planner/policy.js';
 import { GPU_KEY_MAX, GPU_KEY_PATTERN } from '../registry/abi.js';
-import { describeValue, examine, got, isRecord, optionalEntries, ownRecord, pathText, strictRecord } from '../schema.js';
+import { describeValue, examine, got, isRecord, optionalEntries, ownRecord, pathText, strictRecord, TRUE_OR_FALSE, wholeNumber } from '../schema.js';
 
 export type { Priority } from '../planner/policy.js';
 
@@ -60,12 +60,6 @@ const TEXT = v.pipe(
 );
 const NON_EMPTY_TEXT = v.pipe(TEXT, v.minLength(1, 'must not be empty'));
 
-const wholeNumber = (min: number, max: number | null, orNull: string | null) => {
-  const message = got(`must be a whole number ${max === null ? `≥ ${min}` : `from ${min} to ${max}`}${orNull === null ? '' : ` or null (${orNull})`}`);
-  const number = v.pipe(v.number(message), v.safeInteger(message), v.minValue(min, message));
-  return max === null ? number : v.pipe(number, v.maxValue(max, message));
-};
-
 const PROFILE_ID = v.pipe(v.string(got(`must be 1 to ${PROFILE_ID_MAX} characters of a-z, 0-9 and '-'`)), v.regex(ID_RE, got(`must be 1 to ${PROFILE_ID_MAX} characters of a-z, 0-9 and '-'`)));
 const capabilityMessage = got("must be 1 to 32 characters of a-z, 0-9, '.', '_' and '-'");
 const gpuKeyMessage = got(`must be a device's registry key (1 to ${GPU_KEY_MAX} characters of A-Z, a-z, 0-9, '.', '_' and '-') or null (the default device)`);
@@ -91,18 +85,18 @@ const PROFILE_FIELDS = {
   engineKind: v.picklist(ENGINE_KINDS, got(`must be one of ${ENGINE_KINDS.join(', ')}`)),
   /** The model file. Required except for the 'command' kind, where it may be null. */
   modelPath: v.nullish(NON_EMPTY_TEXT, null),
-  contextSize: wholeNumber(1, CONTEXT_SIZE_MAX, null),
+  contextSize: wholeNumber(1, CONTEXT_SIZE_MAX, `a whole number from 1 to ${CONTEXT_SIZE_MAX}`),
   /** 99 (the default) means all layers. */
-  gpuLayers: v.optional(wholeNumber(0, GPU_LAYERS_MAX, null), DEFAULT_GPU_LAYERS),
+  gpuLayers: v.optional(wholeNumber(0, GPU_LAYERS_MAX, `a whole number from 0 to ${GPU_LAYERS_MAX}`), DEFAULT_GPU_LAYERS),
   /** null = the engine decides. */
-  threads: v.nullish(wholeNumber(1, null, 'the engine decides'), null),
+  threads: v.nullish(wholeNumber(1, null, 'a whole number ≥ 1 or null (the engine decides)'), null),
   /** null = `DEFAULT_WEIGHT_BY_PRIORITY[priority]`. */
   weight: v.nullish(v.pipe(v.number(weightMessage), v.finite(weightMessage), v.minValue(WEIGHT_MIN, weightMessage), v.maxValue(WEIGHT_MAX, weightMessage)), null),
   priority: v.picklist(PRIORITIES, got(`must be one of ${PRIORITIES.join(', ')}`)),
   /** Never evicted by the planner. */
-  pinned: v.optional(v.boolean(got('must be true or false')), false),
+  pinned: v.optional(TRUE_OR_FALSE, false),
   /** null = never unload when idle. */
-  idleUnloadMinutes: v.nullish(wholeNumber(0, null, 'never unload'), null),
+  idleUnloadMinutes: v.nullish(wholeNumber(0, null, 'a whole number ≥ 0 or null (never unload)'), null),
   /** Extra arguments appended to the engine's command line. */
   args: v.optional(v.array(TEXT, got('must be a list of strings')), () => []),
   /** Extra environment; names `[A-Za-z_][A-Za-z0-9_]*`. */

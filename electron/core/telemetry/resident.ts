@@ -4,15 +4,20 @@
  * reports only the pids it is told to track, so the caller names every engine it still runs.
  */
 import { CpuProvider } from './cpu-provider.js';
+import { engineTreesOf, foldEngineTrees, treeMemberPids, type EngineTrees } from './engine-trees.js';
 import type { DeviceSample, TelemetryProvider } from './types.js';
 
+/** The engine's use: its whole process tree's (engine-trees.ts). */
 export function residentBytesOf(provider: TelemetryProvider, pid: number, runningPids: readonly number[], sampleNow: () => DeviceSample | null): number | null {
-  trackEnginePids(provider, [...runningPids, pid]);
-  return sampleNow()?.processes?.find((p) => p.pid === pid)?.usedBytes ?? null;
+  const trees = engineTreesOf([...new Set([...runningPids, pid])]);
+  trackEngineTrees(provider, trees);
+  const sample = sampleNow();
+  if (sample === null) return null;
+  return foldEngineTrees(sample, trees).processes?.find((p) => p.pid === pid)?.usedBytes ?? null;
 }
 
-/** Names the engines whose memory the next sample must attribute (the CPU provider reports only
- *  those; a GPU's driver reports every process anyway). */
-export function trackEnginePids(provider: TelemetryProvider, pids: readonly number[]): void {
-  if (provider instanceof CpuProvider) provider.trackPids(pids);
+/** Names the processes whose memory the next sample must attribute: every member of the engines'
+ *  trees (the CPU provider reports only those; a GPU's driver reports every process anyway). */
+export function trackEngineTrees(provider: TelemetryProvider, trees: EngineTrees): void {
+  if (provider instanceof CpuProvider) provider.trackPids(treeMemberPids(trees));
 }

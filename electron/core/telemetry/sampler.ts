@@ -8,6 +8,8 @@
  * runs tick() on a timer (injectable).
  */
 import { isStale, SAMPLE_INTERVAL_MS, TelemetryError, type DeviceSample, type TelemetryProvider } from './types.js';
+import { foldEngineTrees, type EngineTrees } from './engine-trees.js';
+import { trackEngineTrees } from './resident.js';
 
 /** The subset of setInterval/clearInterval the sampler uses. */
 export interface SamplerTimer {
@@ -37,6 +39,9 @@ export interface SamplerOptions {
   onSample?: (samples: readonly DeviceSample[]) => void;
   /** After each failed sample. */
   onError?: (error: TelemetryError) => void;
+  /** The process trees of the engines we run, read before each sample: every process of a tree is
+   *  counted as its engine (engine-trees.ts). */
+  engineTrees?: () => EngineTrees;
 }
 
 export interface SamplerError {
@@ -51,6 +56,7 @@ export class TelemetrySampler {
   private readonly timer: SamplerTimer;
   private readonly onSample: ((samples: readonly DeviceSample[]) => void) | undefined;
   private readonly onError: ((error: TelemetryError) => void) | undefined;
+  private readonly engineTrees: (() => EngineTrees) | undefined;
   private readonly latestByKey = new Map<string, DeviceSample>();
   private error: SamplerError | null = null;
   private lastOk = false;
@@ -64,6 +70,7 @@ export class TelemetrySampler {
     this.timer = options.timer ?? systemTimer;
     this.onSample = options.onSample;
     this.onError = options.onError;
+    this.engineTrees = options.engineTrees;
   }
 
   /** Samples once now, then every intervalMs. */
@@ -87,7 +94,10 @@ export class TelemetrySampler {
   tick(): DeviceSample[] | null {
     let samples: DeviceSample[];
     try {
+      const trees = this.engineTrees?.() ?? null;
+      if (trees !== null) trackEngineTrees(this.provider, trees);
       samples = this.provider.sample();
+      if (trees !== null) samples = samples.map((sample) => foldEngineTrees(sample, trees));
     } catch (thrown) {
       const error =
         thrown instanceof TelemetryError
