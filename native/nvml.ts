@@ -139,7 +139,7 @@ export interface NvmlLibrary {
   /** null: no process query at all; processes() then answers null. */
   readonly processApi: NvmlProcessApi | null;
   /** Which optional symbols the library has. */
-  readonly has: { readonly utilization: boolean; readonly temperature: boolean; readonly errorString: boolean };
+  readonly has: { readonly utilization: boolean; readonly temperature: boolean; readonly power: boolean; readonly errorString: boolean };
   init(): NvmlResult<void>;
   shutdown(): NvmlResult<void>;
   deviceCount(): NvmlResult<number>;
@@ -155,6 +155,8 @@ export interface NvmlLibrary {
   utilization(device: NvmlDevice): NvmlResult<NvmlUtilization | null>;
   /** null: not supported on this device, or no symbol. */
   temperatureC(device: NvmlDevice): NvmlResult<number | null>;
+  /** The board's power draw in watts (NVML answers milliwatts); null: not supported, or no symbol. */
+  powerW(device: NvmlDevice): NvmlResult<number | null>;
   errorString(code: number): string | null;
   /** Unloads the library; nothing may be called afterwards. */
   unload(): void;
@@ -317,6 +319,7 @@ function bind(lib: LibraryHandle, path: string): NvmlLibrary {
   const nvmlErrorString = optional<(code: number) => string | null>('nvmlErrorString', 'const char *', ['int']);
   const nvmlDeviceGetUtilizationRates = optional<(device: NvmlDevice, utilization: Uint8Array) => Ret>('nvmlDeviceGetUtilizationRates', 'int', ['void *', 'void *']);
   const nvmlDeviceGetTemperature = optional<(device: NvmlDevice, sensor: number, temp: [number]) => Ret>('nvmlDeviceGetTemperature', 'int', ['void *', 'int', outU32]);
+  const nvmlDeviceGetPowerUsage = optional<(device: NvmlDevice, milliwatts: [number]) => Ret>('nvmlDeviceGetPowerUsage', 'int', ['void *', outU32]);
 
   type ProcessFn = (device: NvmlDevice, count: [number], infos: Ptr) => Ret;
   const processArgs = ['void *', inoutU32, 'void *'];
@@ -351,7 +354,7 @@ function bind(lib: LibraryHandle, path: string): NvmlLibrary {
   return {
     path,
     processApi,
-    has: { utilization: nvmlDeviceGetUtilizationRates !== null, temperature: nvmlDeviceGetTemperature !== null, errorString: nvmlErrorString !== null },
+    has: { utilization: nvmlDeviceGetUtilizationRates !== null, temperature: nvmlDeviceGetTemperature !== null, power: nvmlDeviceGetPowerUsage !== null, errorString: nvmlErrorString !== null },
     init: () => result(nvmlInit(), 'nvmlInit_v2', () => undefined),
     shutdown: () => result(nvmlShutdown(), 'nvmlShutdown', () => undefined),
     // nvidia-smi --query-gpu=count --format=csv,noheader
@@ -445,6 +448,14 @@ function bind(lib: LibraryHandle, path: string): NvmlLibrary {
       const code = nvmlDeviceGetTemperature(device, NVML_TEMPERATURE_GPU, temp);
       if (unavailable(code)) return { ok: true, value: null };
       return result(code, 'nvmlDeviceGetTemperature', () => temp[0]);
+    },
+    // nvidia-smi --query-gpu=power.draw --format=csv,nounits
+    powerW(device) {
+      if (nvmlDeviceGetPowerUsage === null) return { ok: true, value: null };
+      const milliwatts: [number] = [0];
+      const code = nvmlDeviceGetPowerUsage(device, milliwatts);
+      if (unavailable(code)) return { ok: true, value: null };
+      return result(code, 'nvmlDeviceGetPowerUsage', () => milliwatts[0] / 1000);
     },
     errorString,
     unload() {

@@ -21,7 +21,17 @@ const dir = mkdtempSync(join(tmpdir(), 'gpushare-shots-'));
 const model = join(dir, 'qwen-tiny.gguf');
 writeGguf(model, TINY_GGUF_SPEC);
 const sim = join(dir, 'sim.json');
-writeFileSync(sim, JSON.stringify({ devices: [{ key: KEY, name: 'Sim RTX 4090 24GB', totalBytes: 24 * GiB, usedBytes: Math.round(3.2 * GiB), processes: null, health: 'OK' }] }));
+// The simulated device's figures move (the file is re-read when it changes), so that the GPU
+// view's sparklines have a shape.
+let tick = 0;
+const writeSim = () => {
+  const wave = Math.sin(tick++ / 4);
+  const device = { key: KEY, name: 'Sim RTX 4090 24GB', totalBytes: 24 * GiB, usedBytes: Math.round((3.2 + 0.3 * wave) * GiB), processes: null, health: 'OK', utilizationPct: Math.round(55 + 35 * wave), temperatureC: Math.round(58 + 8 * wave), powerW: Math.round(240 + 110 * wave) };
+  writeFileSync(sim, JSON.stringify({ devices: [device] }));
+};
+writeSim();
+const simTimer = setInterval(writeSim, 500);
+let stopChatting = async () => {};
 const served = await startServe({ dataDir: join(dir, 'data'), sim });
 const browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-dev-shm-usage'] });
 try {
@@ -29,12 +39,26 @@ try {
     { id: 'qwen-chat', name: 'qwen-chat', capabilities: ['chat'], engineKind: 'builtin', modelPath: model, contextSize: 256, threads: 1, priority: 'interactive', weight: 1 },
     { id: 'coder', name: 'coder', capabilities: ['code'], engineKind: 'command', command: process.execPath, args: [BURN_ENGINE, '--mode', 'unaware', '--duration-s', '600'], contextSize: 256, priority: 'background', weight: 2 },
     { id: 'summarizer', name: 'summarizer', capabilities: ['summarize'], engineKind: 'command', command: process.execPath, args: [BURN_ENGINE, '--mode', 'unaware', '--duration-s', '600'], contextSize: 256, priority: 'background', weight: 1 },
+    { id: 'qwen-long', name: 'qwen-long', capabilities: ['long'], engineKind: 'builtin', modelPath: model, contextSize: 4096, threads: 1, priority: 'background', weight: 1, launch: false },
     { id: 'embed-lab', name: 'embed-lab', capabilities: ['embed'], engineKind: 'command', command: process.execPath, args: [BURN_ENGINE, '--mode', 'unaware', '--duration-s', '600'], contextSize: 256, priority: 'lab', weight: 0.5 },
   ];
-  for (const profile of profiles) {
+  for (const { launch, ...profile } of profiles) {
     await call(served, 'POST', '/api/profiles', profile);
-    await call(served, 'POST', '/api/engines', { profileId: profile.id });
+    if (launch !== false) await call(served, 'POST', '/api/engines', { profileId: profile.id });
   }
+  // A few chats through the gateway, for the built-in engine's tokens per second and time to first token.
+  await until(async () => (await state(served)).engines.some((e) => e.profileId === 'qwen-chat' && e.state === 'running') || undefined, 60_000, 'qwen-chat running');
+  // Chats go on while the views are taken.
+  let chatting = true;
+  const chats = (async () => {
+    for (let i = 0; chatting; i++) await call(served, 'POST', '/v1/chat/completions', { model: 'chat', messages: [{ role: 'user', content: `hello ${i}` }], max_tokens: 48 });
+  })();
+  stopChatting = async () => {
+    chatting = false;
+    await chats;
+  };
+  // A few readings of its /metrics (every 2 s) make a rate and its sparkline.
+  await new Promise((resolve) => setTimeout(resolve, 8_500));
   await until(async () => ((await state(served)).devices[0]?.schedule?.windows.length ?? 0) >= 3 || undefined, 30_000, 'three active peers');
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   await page.goto(`${served.base}/#token=${served.token}`);
@@ -44,6 +68,8 @@ try {
     await page.getByTestId(`nav-${view}`).click();
     // The timeline needs a few seconds of history to fill its lanes.
     await page.waitForTimeout(view === 'timeline' ? 6_000 : 1_000);
+    // The model cards' figures come from estimates that take a moment.
+    if (view === 'models') await page.getByText('reading the model…').first().waitFor({ state: 'detached', timeout: 30_000 });
     if (view === 'timeline') {
       const box = await page.getByTestId('timeline-canvas').boundingBox();
       if (box !== null) await page.mouse.move(box.x + box.width - 40, box.y + 20);
@@ -52,7 +78,16 @@ try {
     await page.screenshot({ path: join(OUT, `${view}.png`) });
     console.log(`docs/screenshots/${view}.png`);
   }
+  // The Launch dialog of a model not running yet: its plan and what it needs.
+  await page.getByTestId('nav-models').click();
+  await page.locator('[data-testid="profile-card"][data-profile="qwen-long"]').getByTestId('launch').click();
+  await page.getByTestId('plan-dialog').getByTestId('memory-breakdown').waitFor({ timeout: 30_000 });
+  await page.waitForTimeout(300);
+  await page.screenshot({ path: join(OUT, 'launch.png') });
+  console.log('docs/screenshots/launch.png');
 } finally {
+  await stopChatting();
+  clearInterval(simTimer);
   await browser.close();
   await served.stop();
   removeSegment(KEY);

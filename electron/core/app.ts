@@ -18,8 +18,10 @@ import {
   type ProfileFailure,
   type AppEvent,
   type AppState,
+  type DeviceHistoryPoint,
   type DeviceView,
   type EngineView,
+  type RatePoint,
   type LaunchOutcome,
   type LaunchRequest,
   type ModelEstimateView,
@@ -41,7 +43,8 @@ import { spawnEngineProcess } from './engines/spawn.js';
 import { removeEngineFile, residentFacts, writeEngineFile } from './engines/engine-files.js';
 import { Supervisor, SupervisorError, type EngineStatus, type LaunchSpec, type SupervisorEvent } from './engines/supervisor.js';
 import { buildSchedule, stallBoundUs } from './pacer/schedule.js';
-import { parseServerMetrics } from './pacer/metrics-activity.js';
+import { engineFigures, parseEngineCounters, type CounterReading, type EngineFigures } from './engines/engine-figures.js';
+import { RingBuffer } from './telemetry/ring.js';
 import { EnvelopeStore } from './planner/envelopes.js';
 import { modelPeak } from './planner/estimate.js';
 import { memoryNeeds } from './planner/memory.js';
@@ -67,6 +70,8 @@ const TICK_INTERVAL_MS = 2_000;
 const LOG_TAIL = 20;
 /** How often the engines' own /metrics are read for their decode rate. */
 const RATE_INTERVAL_MS = 2_000;
+/** How many points the sparklines' histories keep: 30 s of device samples, 2 min of token rates. */
+const HISTORY_POINTS = 60;
 /** A peer last seen older than this that disappears aged out (rather than leaving cleanly). */
 const AGED_OUT_AFTER_MS = 2_000;
 
@@ -111,7 +116,9 @@ class GpuShareCore implements Core {
   /** Writable handles, only to free the slots of engines of ours that exited. */
   private readonly writers = new Map<string, RegistrySegment>();
   /** Engine id → its last token counter reading and the decode rate measured from it. */
-  private readonly tokenRates = new Map<string, { tokens: number; atMs: number; perSecond: number | null }>();
+  private readonly engineFigures = new Map<string, { reading: CounterReading | null; figures: EngineFigures | null; history: RingBuffer<RatePoint> }>();
+  /** Each device's last HISTORY_POINTS samples, for the GPU view's sparklines. */
+  private readonly deviceHistory = new Map<string, RingBuffer<DeviceHistoryPoint>>();
   private readonly profiles: ProfileStore;
   private readonly envelopes: EnvelopeStore;
   private readonly leases = new LeaseBook();
@@ -148,7 +155,10 @@ class GpuShareCore implements Core {
       provider,
       wallUs: () => clock.wallUs(),
       onSample: (samples) => {
-        for (const sample of samples) this.pressureOf(sample.key).observe(usedFraction(sample), clock.monoUs());
+        for (const sample of samples) {
+          this.pressureOf(sample.key).observe(usedFraction(sample), clock.monoUs());
+          this.recordHistory(sample);
+        }
       },
       // Our engines' memory is their process trees' (a llama-server under `gpu-share run` holds it,
       // not the supervisor whose pid we know). The first sample comes before the supervisor.
@@ -209,7 +219,7 @@ class GpuShareCore implements Core {
     every(TICK_INTERVAL_MS, () => {
       void this.supervisor.tick().catch((error: unknown) => this.log(`supervisor: ${String(error)}`));
     });
-    every(RATE_INTERVAL_MS, () => void this.sampleTokenRates());
+    every(RATE_INTERVAL_MS, () => void this.sampleEngineFigures());
   }
 
   // -------------------------------------------------------------------------------------------
@@ -576,30 +586,38 @@ class GpuShareCore implements Core {
   }
 
   /**
-   * Decode rates: each running engine that serves llama-server's /metrics (the built-in engine,
-   * llama-server) is read once per interval; its rate is the counter's growth over the interval.
-   * An engine that does not answer has no rate ("—"), never an invented one.
+   * Live engine figures: each running engine that serves llama-server's /metrics (the built-in
+   * engine, llama-server) is read once per interval; its token rate is the counter's growth over
+   * the interval, its time to first token the built-in engine's summary (engine-figures.ts). An
+   * engine that does not answer has no figures ("—") for that interval, never invented ones; the
+   * last HISTORY_POINTS rates are kept for its sparkline.
    */
-  private async sampleTokenRates(): Promise<void> {
+  private async sampleEngineFigures(): Promise<void> {
     const engines = this.supervisor.list().filter((e) => e.state === 'running' && e.port !== null && (e.kind === 'builtin' || e.kind === 'llama-server'));
     const live = new Set(engines.map((e) => e.id));
-    for (const id of this.tokenRates.keys()) if (!live.has(id)) this.tokenRates.delete(id);
+    for (const id of this.engineFigures.keys()) if (!live.has(id)) this.engineFigures.delete(id);
     await Promise.all(
       engines.map(async (engine) => {
-        let tokens: number | null = null;
+        let text: string | null = null;
         try {
           // Its port asks for the secret the supervisor gave it.
           const response = await fetch(`http://127.0.0.1:${engine.port}/metrics`, { headers: { authorization: `Bearer ${this.supervisor.secretOf(engine.id)}` }, signal: AbortSignal.timeout(1_000) });
-          tokens = response.ok ? (parseServerMetrics(await response.text())?.tokensPredicted ?? null) : null;
+          text = response.ok ? await response.text() : null;
         } catch {
-          tokens = null;
+          text = null;
         }
+        const known = this.engineFigures.get(engine.id) ?? { reading: null, figures: null, history: new RingBuffer<RatePoint>(HISTORY_POINTS) };
         const atMs = Date.now();
-        const before = this.tokenRates.get(engine.id);
-        if (tokens === null) return void this.tokenRates.delete(engine.id);
-        const seconds = before === undefined ? 0 : (atMs - before.atMs) / 1000;
-        const perSecond = before === undefined || seconds <= 0 || tokens < before.tokens ? null : (tokens - before.tokens) / seconds;
-        this.tokenRates.set(engine.id, { tokens, atMs, perSecond });
+        if (text === null) {
+          known.reading = null;
+          known.figures = null;
+        } else {
+          const reading = { counters: parseEngineCounters(text), atMs };
+          known.figures = engineFigures(known.reading, reading, known.figures);
+          known.reading = reading;
+        }
+        known.history.push({ atUs: atMs * 1000, value: known.figures?.tokensPerSecond ?? null });
+        this.engineFigures.set(engine.id, known);
       }),
     );
   }
@@ -664,7 +682,9 @@ class GpuShareCore implements Core {
       exitCode: status.exitCode,
       exitSignal: status.exitSignal,
       exitedAtUs: status.exitedAtUs,
-      tokensPerSecond: status.state === 'running' ? (this.tokenRates.get(status.id)?.perSecond ?? null) : null,
+      tokensPerSecond: status.state === 'running' ? (this.engineFigures.get(status.id)?.figures?.tokensPerSecond ?? null) : null,
+      timeToFirstTokenMs: status.state === 'running' ? (this.engineFigures.get(status.id)?.figures?.timeToFirstTokenMs ?? null) : null,
+      tokensHistory: status.state === 'running' ? (this.engineFigures.get(status.id)?.history.toArray() ?? []) : [],
       weight,
       gpuKey: status.gpuKey,
       slot: peer?.record.slot ?? null,
@@ -673,6 +693,24 @@ class GpuShareCore implements Core {
       busy: status.busy,
       logTail: status.lastLines.slice(-LOG_TAIL),
     };
+  }
+
+  /** A sample into its device's history; a device that cannot be read has no figures then (its
+   *  sample repeats the last good memory figures, which are not live). */
+  private recordHistory(sample: DeviceSample): void {
+    let history = this.deviceHistory.get(sample.key);
+    if (history === undefined) {
+      history = new RingBuffer<DeviceHistoryPoint>(HISTORY_POINTS);
+      this.deviceHistory.set(sample.key, history);
+    }
+    const live = sample.health === 'OK' || sample.health === 'DEGRADED';
+    history.push({
+      atUs: sample.sampledAtUs,
+      utilizationPct: live ? sample.utilizationPct : null,
+      temperatureC: live ? sample.temperatureC : null,
+      powerW: live ? sample.powerW : null,
+      usedBytes: live ? sample.usedBytes : null,
+    });
   }
 
   private deviceView(key: string, nowUs: number, peers: readonly AlivePeer[]): DeviceView {
@@ -706,6 +744,7 @@ class GpuShareCore implements Core {
       pressure: this.pressureOf(key).level,
       vram: fresh ? this.vramView(sample, engines, peers) : null,
       telemetryProblem: problem,
+      history: this.deviceHistory.get(key)?.toArray() ?? [],
       peers: rows,
       schedule:
         schedule === null

@@ -66,6 +66,23 @@ export interface VramView {
   attribution: 'KNOWN' | 'ESTIMATED' | 'UNKNOWN';
 }
 
+/** One telemetry sample of a device, for its sparklines; null where the provider cannot say
+ *  (no such sensor, or the device could not be read then). */
+export interface DeviceHistoryPoint {
+  /** Wall µs of the sample. */
+  atUs: number;
+  utilizationPct: number | null;
+  temperatureC: number | null;
+  powerW: number | null;
+  usedBytes: number | null;
+}
+
+/** One reading of an engine's token rate (null: no figure for that interval). */
+export interface RatePoint {
+  atUs: number;
+  value: number | null;
+}
+
 export interface DeviceView {
   key: string;
   name: string;
@@ -75,6 +92,8 @@ export interface DeviceView {
   /** null when telemetry is missing or stale (then the reason says why). */
   vram: VramView | null;
   telemetryProblem: string | null;
+  /** The last samples (about 30 s, one every 0.5 s), oldest first. */
+  history: DeviceHistoryPoint[];
   peers: PeerRow[];
   /** null when fewer than one peer is active. */
   schedule: ScheduleView | null;
@@ -98,6 +117,12 @@ export interface EngineView {
   /** Tokens decoded per second over the last ~2 s, from the engine's own /metrics; null when it
    *  has none (a plain command) or has not been read twice yet. */
   tokensPerSecond: number | null;
+  /** Mean time from a request's arrival to its first token over the requests of the last reading
+   *  (the latest ones' while none arrives), from the built-in engine's /metrics; null for engines
+   *  whose /metrics do not report it (llama-server counts prompt time, not requests). */
+  timeToFirstTokenMs: number | null;
+  /** The last token rates read (one every 2 s, about 2 min), oldest first; empty unless running. */
+  tokensHistory: RatePoint[];
   weight: number;
   gpuKey: string;
   slot: number | null;

@@ -87,7 +87,7 @@ describe.skipIf(missing.length > 0)(`dashboard in Chromium against gpu-share ser
     dir = mkdtempSync(join(tmpdir(), 'gpushare-e2e-'));
     writeGguf(join(dir, 'tiny.gguf'), TINY_GGUF_SPEC);
     const sim = join(dir, 'sim.json');
-    writeFileSync(sim, JSON.stringify({ devices: [{ key: KEY, name: 'Sim 24GB', totalBytes: 24 * GiB, usedBytes: 1 * GiB, processes: null, health: 'OK' }] }));
+    writeFileSync(sim, JSON.stringify({ devices: [{ key: KEY, name: 'Sim 24GB', totalBytes: 24 * GiB, usedBytes: 1 * GiB, processes: null, health: 'OK', utilizationPct: 35, temperatureC: 52, powerW: 120 }] }));
     served = await startServe({ dataDir: join(dir, 'data'), sim });
     browser = await chromium.launch({
       executablePath: CHROMIUM,
@@ -553,6 +553,48 @@ describe.skipIf(missing.length > 0)(`dashboard in Chromium against gpu-share ser
     expect(await mine.getByTestId('curl-line').textContent()).toContain(`${server().base}/v1/chat/completions`);
     expect(await mine.getByTestId('curl-line').textContent()).not.toContain(server().token);
   }, 90_000);
+
+  it('live figures: tokens/s with its sparkline and the time to first token in Peers; utilisation, temperature, power and memory over time in the GPU view', async () => {
+    // The tiny built-in engine has answered requests ("Use it"): its /metrics give both figures.
+    const tiny = await until(
+      async () => {
+        const engine = (await state(server())).engines.find((e) => e.profileId === 'tiny' && e.state === 'running');
+        return engine !== undefined && engine.timeToFirstTokenMs !== null && engine.tokensHistory.length >= 2 ? engine : undefined;
+      },
+      15_000,
+      "tiny's time to first token and two token-rate readings",
+    );
+    expect(tiny.timeToFirstTokenMs).toBeGreaterThan(0);
+    const slot = (await device()).peers.find((p) => p.engineId === tiny.id)?.slot;
+    expect(slot).toBeDefined();
+    await page.getByTestId('nav-peers').click();
+    const row = page.locator(`[data-testid="peer-row"][data-slot="${slot}"]`);
+    await expect.poll(() => row.getByTestId('time-to-first-token').textContent(), { timeout: 5_000 }).toMatch(/^\d+(\.\d)? (µs|ms|s)$/);
+    const tokens = row.locator('svg[data-testid="tokens-sparkline"]');
+    await tokens.waitFor({ timeout: 5_000 });
+    expect(Number(await tokens.getAttribute('data-points'))).toBeGreaterThanOrEqual(1);
+
+    await page.getByTestId('nav-gpu').click();
+    const live = page.getByTestId('gpu-live');
+    await expect.poll(() => live.locator('svg[data-testid="device-sparkline"]').count(), { timeout: 5_000 }).toBe(4);
+    // The simulated device's figures, drawn over several samples and inside their boxes.
+    expect(await live.getByTestId('live-utilization').textContent()).toContain('35 %');
+    expect(await live.getByTestId('live-temperature').textContent()).toContain('52 °C');
+    expect(await live.getByTestId('live-power').textContent()).toContain('120 W');
+    expect(await live.getByTestId('live-memory').textContent()).toContain('1.00 GiB');
+    for (const spark of await live.locator('svg[data-testid="device-sparkline"]').all()) {
+      expect(Number(await spark.getAttribute('data-points'))).toBeGreaterThanOrEqual(2);
+      const box = await spark.boundingBox();
+      const line = await spark.locator('polyline').first().boundingBox();
+      expect(box).not.toBeNull();
+      expect(line).not.toBeNull();
+      if (box === null || line === null) continue;
+      expect(line.x).toBeGreaterThanOrEqual(box.x - 0.5);
+      expect(line.x + line.width).toBeLessThanOrEqual(box.x + box.width + 0.5);
+      expect(line.y).toBeGreaterThanOrEqual(box.y - 0.5);
+      expect(line.y + line.height).toBeLessThanOrEqual(box.y + box.height + 0.5);
+    }
+  }, 40_000);
 
   it('fits 800×600: every view without a page-wide horizontal scroll, the peers table included', async () => {
     await page.setViewportSize({ width: 800, height: 600 });

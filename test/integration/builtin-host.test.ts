@@ -1,6 +1,7 @@
 /** The built-in engine host as a real process on a tiny generated GGUF (CPU, one thread): the
  *  stdout protocol, the llama-server-compatible HTTP API (streamed for real), the registry peer it
  *  joins, SIGTERM, and exiting with its parent. Runs the compiled host (npm run build:ts). */
+import { parseEngineCounters } from '../../electron/core/engines/engine-figures.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
@@ -253,6 +254,11 @@ describe('builtin engine host', () => {
     expect(metric('prompt_tokens_total')).toBeGreaterThan(0);
     expect(metric('requests_processing')).toBe(0);
     expect(metric('requests_deferred')).toBe(0);
+    // The time to first token, as a summary the dashboard reads: every answered request counted.
+    const ttft = parseEngineCounters(metrics.body);
+    expect(ttft.ttftCount).toBeGreaterThanOrEqual(1);
+    expect(ttft.ttftSecondsSum).toBeGreaterThan(0);
+    expect((ttft.ttftSecondsSum ?? 0) / (ttft.ttftCount ?? 1)).toBeLessThan(60);
 
     // Logs carry shapes, never the prompt.
     const logs = host.events.flatMap((e) => (e.event === 'log' ? [e.message] : []));

@@ -127,6 +127,7 @@ describe('cpu-0 and metal-0 from a fixture procfs and host', () => {
         processes: [{ pid: 10, usedBytes: 200 * MiB }],
         utilizationPct: null,
         temperatureC: null,
+        powerW: null,
         health: 'OK',
         sampledAtUs: clock.wallUs(),
         source: 'cpu',

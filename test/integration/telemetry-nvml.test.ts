@@ -60,6 +60,7 @@ const gpu0: FakeDevice = {
   ],
   util: 37,
   temp: 55,
+  powerMw: 215_500,
   lost: false,
   processesSupported: true,
 };
@@ -87,7 +88,7 @@ afterEach(() => {
 });
 
 describe.skipIf(process.platform === 'win32')('NVML binding (fake libnvidia-ml)', () => {
-  it('reads memory, processes, utilization and temperature exactly, keyed by UUID', () => {
+  it('reads memory, processes, utilization, temperature and power exactly, keyed by UUID', () => {
     const p = provider();
     expect(p.processApi).toBe('v3');
     expect(p.deviceCount()).toBe(2);
@@ -106,6 +107,7 @@ describe.skipIf(process.platform === 'win32')('NVML binding (fake libnvidia-ml)'
         ],
         utilizationPct: 37,
         temperatureC: 55,
+        powerW: 215.5,
         health: 'OK',
         sampledAtUs: clock.wallUs(),
         source: 'nvml',
@@ -118,6 +120,8 @@ describe.skipIf(process.platform === 'win32')('NVML binding (fake libnvidia-ml)'
         processes: [],
         utilizationPct: 0,
         temperatureC: 31,
+        // This GPU has no power sensor (the fake answers NOT_SUPPORTED): not available, not 0.
+        powerW: null,
         health: 'OK',
         sampledAtUs: clock.wallUs(),
         source: 'nvml',
@@ -130,10 +134,10 @@ describe.skipIf(process.platform === 'win32')('NVML binding (fake libnvidia-ml)'
   it('follows the library when its figures change between samples', () => {
     const p = provider();
     expect(byKey(p.sample(), gpu0.uuid).usedBytes).toBe(GiB + 123);
-    fake({ devices: [{ ...gpu0, used: 20 * GiB, processes: [{ pid: 9, used: 19 * GiB }], util: 99 }, gpu1] });
+    fake({ devices: [{ ...gpu0, used: 20 * GiB, processes: [{ pid: 9, used: 19 * GiB }], util: 99, temp: 81, powerMw: 349_000 }, gpu1] });
     clock.advance(500_000);
     const s = byKey(p.sample(), gpu0.uuid);
-    expect(s).toMatchObject({ usedBytes: 20 * GiB, processes: [{ pid: 9, usedBytes: 19 * GiB }], utilizationPct: 99, sampledAtUs: clock.wallUs() });
+    expect(s).toMatchObject({ usedBytes: 20 * GiB, processes: [{ pid: 9, usedBytes: 19 * GiB }], utilizationPct: 99, temperatureC: 81, powerW: 349, sampledAtUs: clock.wallUs() });
   });
 
   it('falls back to nvmlDeviceGetComputeRunningProcesses_v2 when _v3 is missing (24-byte rows)', () => {
@@ -156,19 +160,20 @@ describe.skipIf(process.platform === 'win32')('NVML binding (fake libnvidia-ml)'
     ]);
   });
 
-  it('reports utilization and temperature as null when the library lacks those symbols', () => {
+  it('reports utilization, temperature and power as null when the library lacks those symbols', () => {
     const l = load('minimal');
-    expect(l.has).toEqual({ utilization: false, temperature: false, errorString: true });
+    expect(l.has).toEqual({ utilization: false, temperature: false, power: false, errorString: true });
+    expect(load('full').has.power).toBe(true);
     const p = provider('minimal');
     const s = byKey(p.sample(), gpu0.uuid);
-    expect(s).toMatchObject({ utilizationPct: null, temperatureC: null, health: 'OK', usedBytes: GiB + 123 });
+    expect(s).toMatchObject({ utilizationPct: null, temperatureC: null, powerW: null, health: 'OK', usedBytes: GiB + 123 });
     expect(s.processes).toHaveLength(3);
   });
 
   it('reports null for queries the device does not support (NOT_SUPPORTED), health still OK', () => {
-    fake({ devices: [{ ...gpu0, util: null, temp: null, processesSupported: false }] });
+    fake({ devices: [{ ...gpu0, util: null, temp: null, powerMw: null, processesSupported: false }] });
     const [s] = provider().sample();
-    expect(s).toMatchObject({ processes: null, utilizationPct: null, temperatureC: null, health: 'OK', totalBytes: 24 * GiB });
+    expect(s).toMatchObject({ processes: null, utilizationPct: null, temperatureC: null, powerW: null, health: 'OK', totalBytes: 24 * GiB });
   });
 
   it('keeps processes whose use NVML cannot say (NVML_VALUE_NOT_AVAILABLE) apart', () => {
@@ -197,6 +202,7 @@ describe.skipIf(process.platform === 'win32')('NVML binding (fake libnvidia-ml)'
       processes: null,
       utilizationPct: null,
       temperatureC: null,
+      powerW: null,
       health: 'FAILED',
       sampledAtUs: clock.wallUs(),
       source: 'nvml',

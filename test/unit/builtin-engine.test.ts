@@ -6,6 +6,7 @@ import { FifoLock, StopMatcher, TokenTextStream, type GenerationResult } from '.
 import { doorCheck, type HostDoor } from '../../electron/core/engines/builtin-http.js';
 import { completionFinal, completionPiece, generationSettings, parseLlamaCompletionRequest, propsBody, stopTypeOf, timingsOf } from '../../electron/core/engines/builtin-llama.js';
 import { formatMetrics, METRICS_CONTENT_TYPE } from '../../electron/core/engines/builtin-metrics.js';
+import { engineFigures, parseEngineCounters } from '../../electron/core/engines/engine-figures.js';
 import {
   completionBody,
   DEFAULT_MAX_TOKENS,
@@ -141,7 +142,7 @@ describe('builtin engine: responses', () => {
 
 describe('builtin engine: metrics', () => {
   it("writes llama-server's metric names, help and types, and 0 for a value that is not finite", () => {
-    const text = formatMetrics({ promptTokensTotal: 12, promptSecondsTotal: 0.5, tokensPredictedTotal: 30, tokensPredictedSecondsTotal: Number.NaN, decodeTotal: 31, requestsProcessing: 1, requestsDeferred: 2 });
+    const text = formatMetrics({ promptTokensTotal: 12, promptSecondsTotal: 0.5, tokensPredictedTotal: 30, tokensPredictedSecondsTotal: Number.NaN, decodeTotal: 31, firstTokenSecondsTotal: 0.75, firstTokensTotal: 3, requestsProcessing: 1, requestsDeferred: 2 });
     expect(text).toBe(
       [
         '# HELP llamacpp:prompt_tokens_total Number of prompt tokens processed.',
@@ -165,9 +166,17 @@ describe('builtin engine: metrics', () => {
         '# HELP llamacpp:requests_deferred Number of requests deferred.',
         '# TYPE llamacpp:requests_deferred gauge',
         'llamacpp:requests_deferred 2',
+        "# HELP gpushare_time_to_first_token_seconds Time from a request's arrival to its first token.",
+        '# TYPE gpushare_time_to_first_token_seconds summary',
+        'gpushare_time_to_first_token_seconds_sum 0.75',
+        'gpushare_time_to_first_token_seconds_count 3',
         '',
       ].join('\n'),
     );
+    // What the dashboard reads back from it: 0.75 s over 3 requests.
+    const read = parseEngineCounters(text);
+    expect(read).toEqual({ tokensPredicted: 30, ttftSecondsSum: 0.75, ttftCount: 3 });
+    expect(engineFigures(null, { counters: read, atMs: 0 }, null).timeToFirstTokenMs).toBe(250);
     expect(METRICS_CONTENT_TYPE).toMatch(/^text\/plain; version=0\.0\.4/);
   });
 });

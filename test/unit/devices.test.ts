@@ -41,7 +41,7 @@ describe('the device a launch goes to', () => {
   });
 
   it('`launch` takes --gpu-key as given, --gpu N as the N-th device, else the same rule', () => {
-    const sample = (key: string, usedGiB: number): DeviceSample => ({ key, name: key, totalBytes: 24 * GiB, usedBytes: usedGiB * GiB, processes: null, utilizationPct: null, temperatureC: null, health: 'OK', sampledAtUs: 0, source: 'simulated' });
+    const sample = (key: string, usedGiB: number): DeviceSample => ({ key, name: key, totalBytes: 24 * GiB, usedBytes: usedGiB * GiB, processes: null, utilizationPct: null, temperatureC: null, powerW: null, health: 'OK', sampledAtUs: 0, source: 'simulated' });
     const samples = [sample(UUID_A, 20), sample(UUID_B, 1)];
     expect(launchDeviceOf({}, { gpuKey: null }, samples)).toBe(UUID_B);
     expect(launchDeviceOf({}, { gpuKey: UUID_A }, samples)).toBe(UUID_A);

@@ -12,6 +12,7 @@ const sample = (processes: DeviceSample['processes']): DeviceSample => ({
   processes,
   utilizationPct: null,
   temperatureC: null,
+  powerW: null,
   health: 'OK',
   sampledAtUs: 1,
   source: 'simulated',

@@ -21,6 +21,8 @@ export function engine(id: string, fields: Partial<EngineView> = {}): EngineView
     exitSignal: null,
     exitedAtUs: null,
     tokensPerSecond: null,
+    timeToFirstTokenMs: null,
+    tokensHistory: [],
     weight: 1,
     gpuKey: 'GPU-4090',
     slot: null,
@@ -37,7 +39,7 @@ export function profile(id: string, name: string = id): Profile {
 }
 
 export function device(fields: Partial<DeviceView> = {}): DeviceView {
-  return { key: 'GPU-4090', name: 'RTX 4090', source: 'nvml', health: 'OK', pressure: 'NORMAL', vram: null, telemetryProblem: null, peers: [], schedule: null, ...fields };
+  return { key: 'GPU-4090', name: 'RTX 4090', source: 'nvml', health: 'OK', pressure: 'NORMAL', vram: null, telemetryProblem: null, history: [], peers: [], schedule: null, ...fields };
 }
 
 /** The sketch: qwen-chat 50 % (weight 2), coder 25 %, embed idle, a foreign llamafile 25 %. */

@@ -146,6 +146,7 @@ const sampleAt = (key: string, usedBytes: number): DeviceSample => ({
   processes: [],
   utilizationPct: null,
   temperatureC: null,
+  powerW: null,
   health: 'OK',
   sampledAtUs: clock.wallUs(),
   source: 'simulated',

@@ -72,13 +72,14 @@ describe('simulated telemetry', () => {
           health: 'DEGRADED',
           utilizationPct: 12.5,
           temperatureC: -5,
+          powerW: 180.5,
         },
       ],
     });
     const p = new SimProvider({ file: path, wallUs: () => clock.wallUs() });
     expect(p.source).toBe('simulated');
     expect(p.sample()).toStrictEqual([
-      { key: 'sim-0', name: 'Simulated 24 GB', totalBytes: 24 * GiB, usedBytes: 2 * GiB, processes: null, utilizationPct: null, temperatureC: null, health: 'OK', sampledAtUs: clock.wallUs(), source: 'simulated' },
+      { key: 'sim-0', name: 'Simulated 24 GB', totalBytes: 24 * GiB, usedBytes: 2 * GiB, processes: null, utilizationPct: null, temperatureC: null, powerW: null, health: 'OK', sampledAtUs: clock.wallUs(), source: 'simulated' },
       {
         key: 'sim.gpu_1',
         name: 'Second',
@@ -90,6 +91,7 @@ describe('simulated telemetry', () => {
         ],
         utilizationPct: 12.5,
         temperatureC: -5,
+        powerW: 180.5,
         health: 'DEGRADED',
         sampledAtUs: clock.wallUs(),
         source: 'simulated',
@@ -122,6 +124,7 @@ describe('simulated telemetry', () => {
     ['an unknown health', { devices: [device({ health: 'BROKEN' })] }, 'devices[0].health: must be one of OK, DEGRADED, FAILED, UNKNOWN (got a string ("BROKEN"))'],
     ['utilization above 100', { devices: [device({ utilizationPct: 150 })] }, 'devices[0].utilizationPct: must be between 0 and 100 (got 150)'],
     ['a temperature that is text', { devices: [device({ temperatureC: 'hot' })] }, 'devices[0].temperatureC: must be a finite number or null'],
+    ['a negative power draw', { devices: [device({ powerW: -3 })] }, 'devices[0].powerW'],
     ['a misspelt field', { devices: [device({ usedbytes: 5 })] }, 'devices[0].usedbytes: unknown field'],
     ['processes not an array', { devices: [device({ processes: {} })] }, 'devices[0].processes: must be an array or null (got an object)'],
     ['a pid of 0', { devices: [device({ processes: [{ pid: 0, usedBytes: 1 }] })] }, 'devices[0].processes[0].pid: must be a positive whole number (got number 0)'],

@@ -242,7 +242,7 @@ export async function generate(
   request: SamplingRequest,
   signal: AbortSignal,
   onText: (text: string) => void,
-  steps: { afterStep: AfterStep | null; counters: DecodeCounters },
+  steps: { afterStep: AfterStep | null; counters: DecodeCounters; /** When the request arrived (monotonic µs), for the time to first token. */ arrivedUs: number },
 ): Promise<GenerationResult> {
   const { model, sequence } = engine;
   const tokens = prompt.tokens;
@@ -264,6 +264,7 @@ export async function generate(
   let stopped = false;
   let aborted = false;
   let firstStep = true;
+  let firstTokenCounted = false;
   let promptUs = 0;
   let predictUs = 0;
   // The prompt's evaluation is device work too: it starts inside our window, not someone else's.
@@ -292,6 +293,12 @@ export async function generate(
       if (next.done === true) {
         finishReason = 'stop';
         break;
+      }
+      if (!firstTokenCounted) {
+        // After its step and the pacer's hold: when the client can have it.
+        firstTokenCounted = true;
+        steps.counters.firstTokenSecondsTotal += (monotonicUs() - steps.arrivedUs) / 1e6;
+        steps.counters.firstTokensTotal++;
       }
       const token = next.value;
       if (model.isEogToken(token) || prompt.stopTokens.has(token)) {

@@ -429,7 +429,7 @@ export class Host {
         kind === 'llama-completion' && request.kind === 'completion'
           ? new LlamaCompletionWriter(res, request.stream, (content, result) => completionFinal(content, request, result, nCtx, model))
           : new ResponseWriter(res, { kind: request.kind, id, created, model }, request.stream, request.includeUsage);
-      const result = await generate(engine, prompt, request, controller.signal, (text) => writer.text(text), { afterStep: this.afterStep, counters: this.counters });
+      const result = await generate(engine, prompt, request, controller.signal, (text) => writer.text(text), { afterStep: this.afterStep, counters: this.counters, arrivedUs: started });
       if (result.aborted && controller.signal.reason instanceof ShuttingDown && !request.stream) {
         sendError(res, 503, 'unavailable', 'the engine is shutting down');
       } else if (!result.aborted || controller.signal.reason instanceof ShuttingDown) {

@@ -3,6 +3,7 @@
  * under llama-server's names (`llamacpp:*`), so that one activity source reads both engines.
  * Owns the counters' shape and the text format; pure.
  */
+import { TTFT_METRIC } from './engine-figures.js';
 
 /** What the token loop counts (builtin-decode.ts adds to these as it steps). */
 export interface DecodeCounters {
@@ -11,6 +12,10 @@ export interface DecodeCounters {
   tokensPredictedTotal: number;
   tokensPredictedSecondsTotal: number;
   decodeTotal: number;
+  /** Seconds from each request's arrival to its first token, summed, and how many requests got
+   *  one (the time to first token's summary). */
+  firstTokenSecondsTotal: number;
+  firstTokensTotal: number;
 }
 
 export interface HostMetrics extends DecodeCounters {
@@ -19,7 +24,7 @@ export interface HostMetrics extends DecodeCounters {
 }
 
 export function newDecodeCounters(): DecodeCounters {
-  return { promptTokensTotal: 0, promptSecondsTotal: 0, tokensPredictedTotal: 0, tokensPredictedSecondsTotal: 0, decodeTotal: 0 };
+  return { promptTokensTotal: 0, promptSecondsTotal: 0, tokensPredictedTotal: 0, tokensPredictedSecondsTotal: 0, decodeTotal: 0, firstTokenSecondsTotal: 0, firstTokensTotal: 0 };
 }
 
 /** Prometheus' text exposition format, version 0.0.4. */
@@ -37,5 +42,13 @@ export function formatMetrics(m: HostMetrics): string {
   metric('n_decode_total', 'counter', 'Total number of llama_decode() calls', m.decodeTotal);
   metric('requests_processing', 'gauge', 'Number of requests processing.', m.requestsProcessing);
   metric('requests_deferred', 'gauge', 'Number of requests deferred.', m.requestsDeferred);
+  // Not one of llama-server's: a summary of the time to first token, waits included.
+  const finite = (value: number): number => (Number.isFinite(value) ? value : 0);
+  lines.push(
+    `# HELP ${TTFT_METRIC} Time from a request's arrival to its first token.`,
+    `# TYPE ${TTFT_METRIC} summary`,
+    `${TTFT_METRIC}_sum ${finite(m.firstTokenSecondsTotal)}`,
+    `${TTFT_METRIC}_count ${finite(m.firstTokensTotal)}`,
+  );
   return `${lines.join('\n')}\n`;
 }

@@ -4,6 +4,7 @@
  * `llamacpp:requests_processing` > 0 or `llamacpp:tokens_predicted_total` grows. Polled in the
  * background; when the endpoint does not answer, it says "cannot tell" and CPU time decides.
  */
+import { metricValue } from '../engines/engine-figures.js';
 import type { ActivitySource } from './process-gate.js';
 
 export interface ServerMetrics {
@@ -13,13 +14,8 @@ export interface ServerMetrics {
 
 /** The two figures from a Prometheus text body; null when either is missing. Pure. */
 export function parseServerMetrics(text: string): ServerMetrics | null {
-  const value = (name: string): number | null => {
-    const match = new RegExp(`^${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?:\\{[^}]*\\})?\\s+([-+0-9.eE]+|NaN)\\s*$`, 'm').exec(text);
-    const n = match?.[1] === undefined ? Number.NaN : Number(match[1]);
-    return Number.isFinite(n) ? n : null;
-  };
-  const requestsProcessing = value('llamacpp:requests_processing');
-  const tokensPredicted = value('llamacpp:tokens_predicted_total');
+  const requestsProcessing = metricValue(text, 'llamacpp:requests_processing');
+  const tokensPredicted = metricValue(text, 'llamacpp:tokens_predicted_total');
   return requestsProcessing === null || tokensPredicted === null ? null : { requestsProcessing, tokensPredicted };
 }
 

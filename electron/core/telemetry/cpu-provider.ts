@@ -9,7 +9,7 @@
  *   Linux can say this cheaply: elsewhere processes is null.
  * - utilizationPct: busy share of all CPUs since the previous sample (/proc/stat on Linux, os.cpus()
  *   times elsewhere); null on the first sample.
- * - temperatureC: null (no portable source); health: OK.
+ * - temperatureC, powerW: null (no portable source); health: OK.
  */
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
@@ -80,6 +80,7 @@ export class CpuProvider implements TelemetryProvider {
         processes: this.linux ? this.residentSets() : null,
         utilizationPct: this.utilization(),
         temperatureC: null,
+        powerW: null,
         health: 'OK',
         sampledAtUs: nowUs,
         source: this.source,

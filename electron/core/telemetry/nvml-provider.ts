@@ -5,11 +5,11 @@
  * - GPU_IS_LOST or RESET_REQUIRED on any query: health FAILED (do not place work on it).
  * - Any other failure of a required query (handle, UUID, name, memory): health UNKNOWN.
  * - Either way totalBytes/usedBytes are the device's last good figures, or 0 when it never gave
- *   any (health says they are not live); processes, utilization and temperature are null.
+ *   any (health says they are not live); processes, utilization, temperature and power are null.
  * - Its key is the UUID when it could be read now or before, else `nvml-<index>` (a GPU lost before
  *   its first sample); its name likewise, else `NVIDIA GPU <index>`.
  *
- * Optional queries (processes, utilization, temperature) that are unsupported answer null; one that
+ * Optional queries (processes, utilization, temperature, power) that are unsupported answer null; one that
  * fails otherwise also answers null and is listed in problems().
  */
 import {
@@ -139,7 +139,8 @@ export class NvmlProvider implements TelemetryProvider {
     const processes = lib.processes(device);
     const utilization = lib.utilization(device);
     const temperature = lib.temperatureC(device);
-    for (const result of [processes, utilization, temperature]) {
+    const power = lib.powerW(device);
+    for (const result of [processes, utilization, temperature, power]) {
       if (!result.ok && FAILED.has(result.name)) return this.unusable(index, result, nowUs);
     }
     const optional = <T>(result: NvmlResult<T | null>): T | null => {
@@ -150,6 +151,7 @@ export class NvmlProvider implements TelemetryProvider {
     const split = splitProcesses(optional(processes));
     const gpu = optional(utilization);
     const temperatureC = optional(temperature);
+    const powerW = optional(power);
 
     const { totalBytes, usedBytes } = memory.value;
     this.lastGood.set(key, { name: name.value, totalBytes, usedBytes });
@@ -162,6 +164,7 @@ export class NvmlProvider implements TelemetryProvider {
       ...(split.unknown.length > 0 ? { unknownUsagePids: split.unknown } : {}),
       utilizationPct: gpu === null ? null : gpu.gpuPct,
       temperatureC,
+      powerW,
       health: 'OK',
       sampledAtUs: nowUs,
       source: 'nvml',
@@ -182,6 +185,7 @@ export class NvmlProvider implements TelemetryProvider {
       processes: null,
       utilizationPct: null,
       temperatureC: null,
+      powerW: null,
       health,
       sampledAtUs: nowUs,
       source: 'nvml',

@@ -3,11 +3,11 @@
  *
  *   {"devices": [{"key": "sim-0", "name": "Simulated 24 GB", "totalBytes": 25769803776,
  *                 "usedBytes": 1073741824, "processes": [{"pid": 123, "usedBytes": 536870912}],
- *                 "health": "OK", "utilizationPct": 12, "temperatureC": 40}]}
+ *                 "health": "OK", "utilizationPct": 12, "temperatureC": 40, "powerW": 180}]}
  *
- * processes, health, utilizationPct and temperatureC are optional (null, 'OK', null, null). The
- * file is validated strictly: unknown fields, wrong types, bytes that are not whole non-negative
- * numbers, usedBytes above totalBytes, keys the registry cannot use, duplicate keys or pids are all
+ * processes, health, utilizationPct, temperatureC and powerW are optional (null, 'OK', null, null,
+ * null). The file is validated strictly: unknown fields, wrong types, bytes that are not whole
+ * non-negative numbers, usedBytes above totalBytes, keys the registry cannot use, duplicate keys or pids are all
  * TelemetryError('BAD_INPUT') naming the file and the JSON path (devices[1].usedBytes).
  *
  * sample() re-reads the file when it changed (inode, size, mtime or ctime differ: one stat per
@@ -28,7 +28,7 @@ export interface SimProviderOptions {
 
 const HEALTH: readonly DeviceHealth[] = ['OK', 'DEGRADED', 'FAILED', 'UNKNOWN'];
 const TOP_FIELDS = ['devices'];
-const DEVICE_FIELDS = ['key', 'name', 'totalBytes', 'usedBytes', 'processes', 'health', 'utilizationPct', 'temperatureC'];
+const DEVICE_FIELDS = ['key', 'name', 'totalBytes', 'usedBytes', 'processes', 'health', 'utilizationPct', 'temperatureC', 'powerW'];
 const PROCESS_FIELDS = ['pid', 'usedBytes'];
 
 type JsonObject = { [key: string]: unknown };
@@ -165,9 +165,10 @@ export function parseSimTelemetry(text: string, file: string): SimDevice[] {
     }
     const utilizationPct = problems.nullableNumber(d['utilizationPct'], `${path}.utilizationPct`, 0, 100);
     const temperatureC = problems.nullableNumber(d['temperatureC'], `${path}.temperatureC`, -273.15, 1000);
+    const powerW = problems.nullableNumber(d['powerW'], `${path}.powerW`, 0, 100_000);
 
     if (problems.list.length === before && typeof key === 'string' && typeof name === 'string' && totalBytes !== null && usedBytes !== null) {
-      devices.push({ key, name, totalBytes, usedBytes, processes, utilizationPct, temperatureC, health });
+      devices.push({ key, name, totalBytes, usedBytes, processes, utilizationPct, temperatureC, powerW, health });
     }
   });
   if (problems.list.length > 0) {

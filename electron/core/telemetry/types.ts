@@ -28,6 +28,8 @@ export interface DeviceSample {
   /** 0–100; null when unknown. */
   utilizationPct: number | null;
   temperatureC: number | null;
+  /** Board power draw in watts; null when unknown. */
+  powerW: number | null;
   health: DeviceHealth;
   /** Wall-clock µs when this sample was taken. */
   sampledAtUs: number;

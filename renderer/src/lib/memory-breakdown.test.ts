@@ -10,9 +10,9 @@ describe('memory breakdown', () => {
     const model = breakdownModel(estimated);
     expect(model.rows.map((r) => [r.part, r.label, r.shown.text])).toEqual([
       ['weights', 'weights', '2.00 GiB'],
-      ['kvCache', 'KV cache at 4,096 tokens', '0.50 GiB'],
-      ['compute', 'compute buffers', '0.25 GiB'],
-      ['margin', 'margin', '0.50 GiB'],
+      ['kvCache', 'KV cache at 4,096 tokens', '512.0 MiB'],
+      ['compute', 'compute buffers', '256.0 MiB'],
+      ['margin', 'margin', '512.0 MiB'],
     ]);
     expect(model.counted.reduce((sum, r) => sum + (r.bytes ?? 0), 0)).toBe(estimated.requirementBytes);
     expect(model.counted.reduce((sum, r) => sum + r.fraction, 0)).toBeCloseTo(1, 10);

@@ -6,13 +6,15 @@
  * measured peak stands in their place so that the rows still add up. Pure.
  */
 import type { MemoryNeeds } from '../../../electron/core/contract.js';
-import { gib, integer, type Shown } from './format.js';
+import { bytes, integer, type Shown } from './format.js';
 
 export type BreakdownPart = 'weights' | 'kvCache' | 'compute' | 'peak' | 'margin';
 
 export interface BreakdownRow {
   part: BreakdownPart;
   label: string;
+  /** The label where room is short (a model card's one line). */
+  short: string;
   /** null: not known. */
   bytes: number | null;
   shown: Shown;
@@ -37,30 +39,34 @@ const NOT_KNOWN = 'not known';
 export function breakdownModel(m: MemoryNeeds): BreakdownModel {
   const total = m.requirementBytes > 0 ? m.requirementBytes : 1;
   const why = m.peakSource === 'MEASURED' ? 'a peak measured on an earlier load has no parts' : 'no estimate from a model file splits this peak';
-  const row = (part: BreakdownPart, label: string, bytes: number | null, meaning: string): BreakdownRow => ({
+  // Sizes in the unit that suits each (a small model's weights are MiB, not "0.00 GiB"), the exact
+  // byte count in the tooltip.
+  const shownBytes = (n: number): Shown => ({ text: bytes(n).text, title: `${Math.round(n).toLocaleString('en-US')} bytes` });
+  const row = (part: BreakdownPart, label: string, short: string, figure: number | null, meaning: string): BreakdownRow => ({
     part,
     label,
-    bytes,
-    shown: bytes === null ? { text: NOT_KNOWN, title: why } : gib(bytes),
-    fraction: bytes === null ? 0 : Math.max(0, bytes) / total,
+    short,
+    bytes: figure,
+    shown: figure === null ? { text: NOT_KNOWN, title: why } : shownBytes(figure),
+    fraction: figure === null ? 0 : Math.max(0, figure) / total,
     meaning,
   });
   const context = integer(m.contextSize, 'tokens').text;
   const parts = [
-    row('weights', 'weights', m.weightsBytes, 'the model’s tensors'),
-    row('kvCache', `KV cache at ${context}`, m.kvCacheBytes, 'keys and values of every token of the context'),
-    row('compute', 'compute buffers', m.computeBytes, 'scratch memory for evaluating a batch'),
+    row('weights', 'weights', 'weights', m.weightsBytes, 'the model’s tensors'),
+    row('kvCache', `KV cache at ${context}`, 'KV cache', m.kvCacheBytes, 'keys and values of every token of the context'),
+    row('compute', 'compute buffers', 'compute', m.computeBytes, 'scratch memory for evaluating a batch'),
   ];
   const known = parts.every((p) => p.bytes !== null);
   const rows = known
     ? parts
-    : [...parts, m.peakSource === 'MEASURED' ? row('peak', 'measured peak', m.peakBytes, 'what an earlier load of this model at this context used at most') : row('peak', 'peak', m.peakBytes, 'the figure planned with until a load measures it')];
-  rows.push(row('margin', 'margin', m.marginBytes, 'the planner’s safety margin on top of the peak (its policy’s envelope margin)'));
+    : [...parts, m.peakSource === 'MEASURED' ? row('peak', 'measured peak', 'measured peak', m.peakBytes, 'what an earlier load of this model at this context used at most') : row('peak', 'peak', 'peak', m.peakBytes, 'the figure planned with until a load measures it')];
+  rows.push(row('margin', 'margin', 'margin', m.marginBytes, 'the planner’s safety margin on top of the peak (its policy’s envelope margin)'));
   return {
     rows,
     counted: rows.filter((r) => r.bytes !== null),
-    requirement: { ...gib(m.requirementBytes), bytes: m.requirementBytes },
-    peak: { ...gib(m.peakBytes), bytes: m.peakBytes },
+    requirement: { ...shownBytes(m.requirementBytes), bytes: m.requirementBytes },
+    peak: { ...shownBytes(m.peakBytes), bytes: m.peakBytes },
     source: m.peakSource === 'MEASURED' ? 'peak measured on an earlier load' : known ? 'estimated from the model file' : 'estimated',
   };
 }
