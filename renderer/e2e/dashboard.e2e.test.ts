@@ -523,6 +523,7 @@ describe.skipIf(missing.length > 0)(`dashboard in Chromium against gpu-share ser
     expect(await page.getByTestId('api-token').textContent()).not.toContain(server().token);
     await page.getByRole('button', { name: 'Show', exact: true }).click();
     expect(await page.getByTestId('api-token').textContent()).toBe(server().token);
+    expect(await page.getByTestId('token-warning').textContent()).toContain('run commands as this user');
     expect(await page.getByTestId('policy-revision').textContent()).toContain('m10-v1');
   });
 
