@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError, DEFAULT_CONTEXT_CAP } from '../../../electron/core/contract.js';
 import { describeError } from './errors.js';
-import { checkForm, emptyForm, nameFromPath } from './profile-form.js';
+import { checkForm, emptyForm, formFromProfile, nameFromPath, patchFromInput } from './profile-form.js';
 
 describe('describeError', () => {
   it('reads an ApiError and says what to do', () => {
@@ -41,6 +41,18 @@ describe('profile form', () => {
     });
     const noWeight = checkForm(filled);
     expect(noWeight.ok && 'weight' in noWeight.input).toBe(false);
+  });
+
+  it('keeps a preferred device, and fills the form from a profile to edit it; a cleared weight or device goes back to the default', () => {
+    expect(checkForm({ ...filled, gpuKey: 'GPU-b' })).toMatchObject({ ok: true, input: { gpuKey: 'GPU-b' } });
+    const noDevice = checkForm(filled);
+    expect(noDevice.ok && 'gpuKey' in noDevice.input).toBe(false);
+    const profile = { id: 'qwen', name: 'qwen', capabilities: ['chat', 'code'], engineKind: 'llama-server' as const, modelPath: '/m/q.gguf', contextSize: 4096, gpuLayers: 99, threads: null, weight: 2, priority: 'background' as const, pinned: false, idleUnloadMinutes: null, args: [], env: {}, command: null, gpuKey: 'GPU-b' };
+    const form = formFromProfile(profile);
+    expect(form).toEqual({ name: 'qwen', modelPath: '/m/q.gguf', engineKind: 'llama-server', capabilities: 'chat, code', contextSize: '4096', priority: 'background', weight: '2', gpuKey: 'GPU-b' });
+    const edited = checkForm({ ...form, weight: '', gpuKey: '' });
+    if (!edited.ok) throw new Error(edited.message);
+    expect(patchFromInput(edited.input)).toEqual({ name: 'qwen', capabilities: ['chat', 'code'], engineKind: 'llama-server', modelPath: '/m/q.gguf', contextSize: 4096, priority: 'background', weight: null, gpuKey: null });
   });
 
   it('names the field that is wrong', () => {

@@ -1,6 +1,6 @@
 /** The add-model form: its fields as typed, checked into a ProfileInput with a message per
  *  field that says what to type. */
-import { DEFAULT_CONTEXT_CAP, type EngineKind, type Priority, type ProfileInput } from '../../../electron/core/contract.js';
+import { DEFAULT_CONTEXT_CAP, type EngineKind, type Priority, type Profile, type ProfileInput, type ProfilePatch } from '../../../electron/core/contract.js';
 import { parseWeightInput } from './weight.js';
 
 export const FORM_ENGINE_KINDS: readonly EngineKind[] = ['builtin', 'llama-server', 'llamafile', 'opencoti-llamafile'];
@@ -15,6 +15,8 @@ export interface ProfileForm {
   priority: Priority;
   /** Empty: the priority's default. */
   weight: string;
+  /** The preferred device's key; empty: the default (the header's device, else the most free). */
+  gpuKey: string;
 }
 
 export type FormResult = { ok: true; input: ProfileInput } | { ok: false; field: keyof ProfileForm; message: string };
@@ -26,14 +28,36 @@ export function nameFromPath(path: string): string {
 }
 
 export function emptyForm(): ProfileForm {
-  return { name: '', modelPath: '', engineKind: 'builtin', capabilities: 'chat', contextSize: String(DEFAULT_CONTEXT_CAP), priority: 'interactive', weight: '' };
+  return { name: '', modelPath: '', engineKind: 'builtin', capabilities: 'chat', contextSize: String(DEFAULT_CONTEXT_CAP), priority: 'interactive', weight: '', gpuKey: '' };
+}
+
+/** The form filled with a profile's values (Edit). */
+export function formFromProfile(profile: Profile): ProfileForm {
+  return {
+    name: profile.name,
+    modelPath: profile.modelPath ?? '',
+    engineKind: profile.engineKind,
+    capabilities: profile.capabilities.join(', '),
+    contextSize: String(profile.contextSize),
+    priority: profile.priority,
+    weight: profile.weight === null ? '' : String(profile.weight),
+    gpuKey: profile.gpuKey ?? '',
+  };
+}
+
+/** What saving an edited form changes: the form's fields, a cleared weight or device back to the
+ *  default (null). */
+export function patchFromInput(input: ProfileInput): ProfilePatch {
+  const { id: _id, ...fields } = input;
+  return { ...fields, weight: input.weight ?? null, gpuKey: input.gpuKey ?? null };
 }
 
 const utf8Length = (text: string): number => new TextEncoder().encode(text).length;
 
 export function checkForm(form: ProfileForm): FormResult {
   const modelPath = form.modelPath.trim();
-  if (modelPath === '') return { ok: false, field: 'modelPath', message: 'choose a model file (.gguf)' };
+  // Only a command engine (edited, never added here) may run without a model file.
+  if (modelPath === '' && form.engineKind !== 'command') return { ok: false, field: 'modelPath', message: 'choose a model file (.gguf)' };
   const name = form.name.trim();
   if (name === '') return { ok: false, field: 'name', message: 'give the model a name' };
   if (utf8Length(name) > 47) return { ok: false, field: 'name', message: 'the name is at most 47 bytes (it becomes the registry name)' };
@@ -44,7 +68,8 @@ export function checkForm(form: ProfileForm): FormResult {
   if (badCapability !== undefined) return { ok: false, field: 'capabilities', message: `"${badCapability}": use a-z, 0-9, . _ - (at most 32)` };
   const contextSize = Number(form.contextSize.trim());
   if (!Number.isInteger(contextSize) || contextSize < 1 || contextSize > 10_000_000) return { ok: false, field: 'contextSize', message: 'the context is a whole number of tokens from 1 to 10,000,000' };
-  const input: ProfileInput = { name, capabilities, engineKind: form.engineKind, modelPath, contextSize, priority: form.priority };
+  const input: ProfileInput = { name, capabilities, engineKind: form.engineKind, modelPath: modelPath === '' ? null : modelPath, contextSize, priority: form.priority };
+  if (form.gpuKey !== '') input.gpuKey = form.gpuKey;
   if (form.weight.trim() !== '') {
     const weight = parseWeightInput(form.weight);
     if (!weight.ok) return { ok: false, field: 'weight', message: weight.message };
