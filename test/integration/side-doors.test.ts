@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AppState, LaunchOutcome } from '../../electron/core/contract.js';
 import { GiB } from '../../electron/core/planner/policy.js';
+import { HEADERS_TIMEOUT_MS, IDLE_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from '../../electron/core/api/server.js';
 import { TINY_GGUF_SPEC, writeGguf } from '../fixtures/gguf.js';
 import { CLI } from '../fixtures/procs.js';
 import { removeSegment } from '../fixtures/segments.js';
@@ -104,6 +105,39 @@ describe('serve', () => {
     expect(at - started).toBeLessThan(3_000);
     expect((await call(served, 'GET', '/api/state')).status).toBe(200);
   });
+
+  it('cuts off slow headers, a slow body under the limit and an idle connection', async () => {
+    const watch = (first: string, drip: string | null): Promise<number> =>
+      new Promise((resolve) => {
+        const socket = connect(served.port, '127.0.0.1');
+        const started = Date.now();
+        let timer: NodeJS.Timeout | undefined;
+        const giveUp = setTimeout(() => socket.destroy(), 60_000);
+        socket.on('error', () => undefined);
+        socket.once('close', () => {
+          clearInterval(timer);
+          clearTimeout(giveUp);
+          resolve(Date.now() - started);
+        });
+        socket.once('connect', () => {
+          socket.write(first);
+          if (drip !== null) timer = setInterval(() => socket.writable && socket.write(drip), 2_000);
+        });
+      });
+    const host = `Host: 127.0.0.1:${served.port}\r\n`;
+    const [headers, body, idle] = await Promise.all([
+      // Headers that never end, a line every 2 s.
+      watch(`GET /api/state HTTP/1.1\r\n${host}`, 'X-Slow: 1\r\n'),
+      // An unauthenticated body under the 1 MiB limit, a byte every 2 s.
+      watch(`POST /api/state HTTP/1.1\r\n${host}Content-Type: application/json\r\nContent-Length: 500000\r\n\r\n`, 'x'),
+      // A connection that sends nothing at all.
+      watch('', null),
+    ]);
+    expect(headers, 'slow headers closed by the headers timeout').toBeLessThan(HEADERS_TIMEOUT_MS + 8_000);
+    expect(body, 'a slow body closed by the request timeout').toBeLessThan(REQUEST_TIMEOUT_MS + 10_000);
+    expect(idle, 'a connection that sends nothing closed').toBeLessThan(IDLE_TIMEOUT_MS + 8_000);
+    expect((await call(served, 'GET', '/api/state')).status).toBe(200);
+  }, 70_000);
 
   it('takes the bearer scheme in any case', async () => {
     const lower = await fetch(`${served.base}/api/state`, { headers: { authorization: `bearer ${served.token}` } });

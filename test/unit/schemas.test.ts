@@ -69,6 +69,18 @@ describe('/v1 bodies', () => {
     expect(request.body).toBe(body);
     expect(request.shape).toMatch(/^prompt chars=4 sha256=/);
   });
+
+  it('refuse a parameter the engine lacks, naming it, unless a llama-server profile takes it: then only those are tried', () => {
+    const llamaProfile = { id: 'chat-2', name: 'Chat llama', capabilities: ['chat'], engineKind: 'llama-server' } as Profile;
+    const body = { model: 'chat', messages: [{ role: 'user', content: 'hi' }], tools: [{ type: 'function', function: { name: 'f' } }], response_format: { type: 'json_object' } };
+    expect(openAiErrorBody(refusal(() => parseCompletionRequest('/v1/chat/completions', body, [chatProfile]))).error).toMatchObject({ param: 'tools', type: 'invalid_request_error' });
+    expect(refusal(() => parseCompletionRequest('/v1/chat/completions', { model: 'chat', messages: body.messages, n: 2 }, [chatProfile])).details.field).toBe('n');
+    const passed = parseCompletionRequest('/v1/chat/completions', body, [chatProfile, llamaProfile]);
+    expect(passed.body).toBe(body);
+    expect(passed.profiles.map((p) => p.id)).toEqual(['chat-2']);
+    // Without such parameters both are tried, in the order they were added.
+    expect(parseCompletionRequest('/v1/chat/completions', { model: 'chat', messages: body.messages, n: 1 }, [chatProfile, llamaProfile]).profiles.map((p) => p.id)).toEqual(['chat-1', 'chat-2']);
+  });
 });
 
 it('writes paths as JSON paths', () => {

@@ -116,14 +116,14 @@ export function parseCompletionRequest(path: CompletionPath, value: unknown, all
   const { model } = request;
   const profiles = resolveModel(model, allProfiles);
   if (profiles === null) throw new ApiError('NOT_FOUND', `The model "${model.slice(0, 64)}" does not exist: it is no capability, profile id or profile name here (capabilities: ${known()})`, { field: 'model' });
-  if (!profiles.some((p) => TAKES_EVERY_PARAMETER.has(p.engineKind))) {
-    for (const parameter of UNSUPPORTED_PARAMETERS) {
-      if (!parameter.inert(request[parameter.name])) throw badField(parameter.name, `is not supported by the ${profiles[0]?.engineKind ?? ''} engine behind "${model.slice(0, 64)}" (a llama-server profile takes it)`);
-    }
-  }
+  // A request that uses a parameter only some engines implement goes only to those: a capability
+  // served by a built-in and a llama-server profile must not hand `tools` to the built-in one.
+  const unsupported = UNSUPPORTED_PARAMETERS.find((parameter) => !parameter.inert(request[parameter.name]));
+  const takers = unsupported === undefined ? profiles : profiles.filter((p) => TAKES_EVERY_PARAMETER.has(p.engineKind));
+  if (unsupported !== undefined && takers.length === 0) throw badField(unsupported.name, `is not supported by the ${profiles[0]?.engineKind ?? ''} engine behind "${model.slice(0, 64)}" (a llama-server profile takes it)`);
   const hash = createHash('sha256').update(JSON.stringify(value)).digest('hex').slice(0, 12);
   // The body goes to the engine as the client sent it.
-  return { model, profiles, stream: request.stream === true, shape: `${shape} sha256=${hash}`, body: value as Record<string, unknown> };
+  return { model, profiles: takers, stream: request.stream === true, shape: `${shape} sha256=${hash}`, body: value as Record<string, unknown> };
 }
 
 export interface ModelEntry {

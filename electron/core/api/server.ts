@@ -12,7 +12,7 @@
  */
 import { createReadStream, existsSync, statSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { extname, join, normalize, resolve, sep } from 'node:path';
 import type { Core } from '../app-types.js';
 import { toApiError } from '../app.js';
@@ -46,6 +46,10 @@ import { createApiMetrics, type ApiMetrics } from './metrics.js';
 export const HEADERS_TIMEOUT_MS = 10_000;
 export const REQUEST_TIMEOUT_MS = 30_000;
 export const KEEP_ALIVE_TIMEOUT_MS = 5_000;
+/** A connection with no request in progress that sends nothing for this long is closed. Node's
+ *  headers timeout starts at a request's first byte, so a connection that never sends one would
+ *  otherwise hold its file descriptor for good. */
+export const IDLE_TIMEOUT_MS = 10_000;
 
 export interface ApiServerOptions {
   core: Core;
@@ -276,6 +280,18 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
       server.headersTimeout = HEADERS_TIMEOUT_MS;
       server.requestTimeout = REQUEST_TIMEOUT_MS;
       server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+      // Inactivity on a socket: closed when no answer is in progress on it; an answer (a stream
+      // waiting for its engine to load, say) may stay quiet for as long as it needs.
+      const answering = new WeakSet<Socket>();
+      server.timeout = IDLE_TIMEOUT_MS;
+      server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+        const socket = req.socket;
+        answering.add(socket);
+        res.once('close', () => answering.delete(socket));
+      });
+      server.on('timeout', (socket: Socket) => {
+        if (!answering.has(socket)) socket.destroy();
+      });
       server.once('error', (error: NodeJS.ErrnoException) => {
         // No IPv6 loopback on this machine: serve on 127.0.0.1 alone.
         if (host === '::1' && (error.code === 'EADDRNOTAVAIL' || error.code === 'EAFNOSUPPORT')) resolveListen(null);
