@@ -561,6 +561,9 @@ class GpuShareCore implements Core {
           this.guardFs(() => writeEngineFile(this.dataDir, { id: event.engine.id, profileId: event.engine.profileId, name: event.engine.name, kind: event.engine.kind, pid: event.engine.pid, supervisorPid: process.pid, port: event.engine.port, gpuKey: event.engine.gpuKey, startedAt: new Date(event.engine.startedAtUs / 1000).toISOString(), ...residentFacts(this.supervisor.residents().find((r) => r.id === event.engine.id)) }));
         }
         this.emit({ type: 'engine', engine: this.engineView(event.engine) });
+        // Its slot is free now: the state says so at once (its row turns "crashed", the others'
+        // shares reflow) instead of at the next tick, up to STATE_INTERVAL_MS later.
+        if (this.listeners.size > 0 && (event.engine.state === 'crashed' || event.engine.state === 'exited' || event.engine.state === 'stopped')) this.emit({ type: 'state', state: this.snapshot() });
         if (event.engine.state === 'exited') this.log(`${event.engine.name}: exited (exit code 0)`);
         if (event.engine.state === 'crashed') this.log(`${event.engine.name}: crashed (${event.engine.exitSignal ?? `exit code ${String(event.engine.exitCode)}`})`);
         return;
