@@ -176,6 +176,13 @@ describe('model files', () => {
     expect(disguised.status).toBe(400);
     expect(disguised.body.error.message).toMatch(/not a GGUF model/);
     expect(disguised.body.error.message).not.toContain('root');
+    // A truncated model (its header alone) is a 400 saying so, not an INTERNAL in Add a model.
+    const header = join(dir, 'estimate-header.gguf');
+    writeFileSync(header, readFileSync(small).subarray(0, 24));
+    const truncated = await call<ErrorBody>(served, 'POST', '/api/estimate', { modelPath: header });
+    expect(truncated.status).toBe(400);
+    expect(truncated.body.error).toMatchObject({ code: 'BAD_REQUEST', field: 'modelPath' });
+    expect(truncated.body.error.message).toMatch(/truncated/);
     const fifo = join(dir, 'pipe.gguf');
     if (spawnSync('mkfifo', [fifo]).status === 0) {
       const started = Date.now();
