@@ -46,14 +46,14 @@ export const LLAMA_SCENARIOS: readonly LlamaScenario[] = [
 ];
 
 /** What each device runs. CPU: ~6 ms tokens on one core (E1024/L8 q8_0, ~110 MB, random
- *  weights) in 50-token requests: on this small model a token's cost grows with its place in the
- *  request (attention over the context: the 350th–400th cost 31 % more than the first 50), so an
- *  engine must go through many requests in the measured interval or its token count says where in
- *  a request it happened to be (with 400-token requests the slower engines did not finish one).
- *  GPU: 2.4 GB of f16 weights (E4096/L6, FF 11008) that every token streams from HBM, where the
- *  context adds ~4 % by the 1000th token. */
+ *  weights) in 400-token requests. A token's cost grows with its place in the request (attention
+ *  over the context: the 350th–400th cost 31 % more than the first 50), which short requests would
+ *  average out, but they make every request's own costs (prompt, slot, the client's turnaround
+ *  while its engine is stopped) decide the split instead: 50-token requests read 2.45 and 2.76 at
+ *  2:1 and 2:1:1, at 90 and 81 % of solo (pacer NOTES.md). GPU: 2.4 GB of f16 weights (E4096/L6,
+ *  FF 11008) that every token streams from HBM, where the context adds ~4 % by the 1000th token. */
 export const LLAMA_MODELS: Readonly<Record<LlamaDevice, { spec: GgufSpec; sparse: boolean; ctx: number; requestTokens: number }>> = {
-  cpu: { spec: { embedding: 1024, layers: 8, contextLength: 2048, feedForward: 2816, heads: 8, vocab: 512, type: 'q8_0', seed: 5 }, sparse: false, ctx: 1024, requestTokens: 50 },
+  cpu: { spec: { embedding: 1024, layers: 8, contextLength: 2048, feedForward: 2816, heads: 8, vocab: 512, type: 'q8_0', seed: 5 }, sparse: false, ctx: 1024, requestTokens: 400 },
   gpu: { spec: { embedding: 4096, layers: 6, contextLength: 4096, feedForward: 11008, heads: 32, vocab: 512, type: 'f16', seed: 1 }, sparse: true, ctx: 2048, requestTokens: 1000 },
 };
 
