@@ -58,7 +58,6 @@ import { SegmentCache } from './registry/segment-cache.js';
 import { RegistrySegment, registryAccess, shareRegistries } from './registry/segment.js';
 import { buildPeersView, type AlivePeer, type GpuPeersView } from './registry/view.js';
 import { discoverTelemetry } from './telemetry/discovery.js';
-import { residentBytesOf } from './telemetry/resident.js';
 import { engineTreesOf } from './telemetry/engine-trees.js';
 import { TelemetrySampler } from './telemetry/sampler.js';
 import { isStale, type DeviceSample, type TelemetryProvider } from './telemetry/types.js';
@@ -187,12 +186,10 @@ class GpuShareCore implements Core {
       launchers: options.launchers,
       gpuKey: this.gpuKey,
       deviceKeys: () => this.deviceKeys(),
+      // A sample now: the sampler tracks and folds every running engine's tree, this one's too.
       residentBytes: (pid, gpuKey) => {
-        const running = this.supervisor.list().filter((e) => e.gpuKey === gpuKey && (e.state === 'loading' || e.state === 'running')).map((e) => e.pid);
-        return residentBytesOf(provider, pid, running, () => {
-          this.sampler.tick(); // a sample that includes it
-          return this.sampler.latest(gpuKey);
-        });
+        this.sampler.tick();
+        return this.sampler.latest(gpuKey)?.processes?.find((p) => p.pid === pid)?.usedBytes ?? null;
       },
       isActive: (engine) => this.peerOf(engine)?.record.active ?? null,
       inUse: (id) => this.gateway.serving(id),

@@ -65,7 +65,8 @@ export async function runPlan(options: PlanOptions, io: CommandIo, clock: Clock)
   try {
     // Engines that `launch`, `serve` or the app run for this data folder are ours, not external:
     // their whole process trees.
-    const trees = engineTreesOf(listEngines(options.dataDir).map((e) => e.pid));
+    const running = listEngines(options.dataDir);
+    const trees = engineTreesOf(running.map((e) => e.pid));
     trackEngineTrees(provider, trees);
     const samples = provider.sample().map((s) => foldEngineTrees(s, trees));
     const sample = options.deviceKey === undefined ? (samples[0] ?? null) : (samples.find((s) => s.key === options.deviceKey) ?? null);
@@ -91,7 +92,7 @@ export async function runPlan(options: PlanOptions, io: CommandIo, clock: Clock)
       },
       // A dry-run from the command line knows the engines other processes run for this data folder
       // (it cannot stop them), but no loads in progress or gateway line (queue depth 0).
-      { ...snapshotFromSample({ nowUs: clock.wallUs(), node: hostname(), gpuKey, sample, pressure: level }), residents: residentsSupervisedElsewhere(options.dataDir, gpuKey, clock.wallUs()), leases: [] },
+      { ...snapshotFromSample({ nowUs: clock.wallUs(), node: hostname(), gpuKey, sample, pressure: level }), residents: residentsSupervisedElsewhere(running, gpuKey, clock.wallUs()), leases: [] },
       POLICY_M10_V1,
     );
     if (options.json) {

@@ -69,14 +69,15 @@ export function listEngines(dataDir: string): EngineStateFile[] {
 }
 
 /**
- * The engines that other GPU Share processes (`launch`, `serve`, the app) run for this data folder
- * on one device, as the planner's managed residents: ours, not external memory. This process cannot
- * stop them, so a dry-run counts them pinned and busy (never evicted); a file without a recorded
- * priority, weight or peak (written by an older version) counts as interactive, weight 1, and no
- * envelope (its memory then counts only where the driver attributes it).
+ * Of the engines listed for a data folder (listEngines), those that other GPU Share processes
+ * (`launch`, `serve`, the app) run on one device, as the planner's managed residents: ours, not
+ * external memory. This process cannot stop them, so a dry-run counts them pinned and busy (never
+ * evicted); a file without a recorded priority, weight or peak (written by an older version)
+ * counts as interactive, weight 1, and no envelope (its memory then counts only where the driver
+ * attributes it).
  */
-export function residentsSupervisedElsewhere(dataDir: string, gpuKey: string, nowUs: number): ManagedResident[] {
-  return listEngines(dataDir)
+export function residentsSupervisedElsewhere(engines: readonly EngineStateFile[], gpuKey: string, nowUs: number): ManagedResident[] {
+  return engines
     .filter((e) => e.gpuKey === gpuKey && e.supervisorPid !== process.pid)
     .map((e) => ({ id: e.id, pid: e.pid, priority: e.priority ?? 'interactive', pinned: true, busy: true, idleSinceUs: nowUs, envelopeBytes: e.peakBytes ?? 0, weight: e.weight ?? 1 }));
 }
