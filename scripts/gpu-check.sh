@@ -34,6 +34,18 @@ if [ "$part" != build ] && [ ! -f dist/test/bench/pacing-bench.js ]; then
   echo "gpu-check: the project is not built (npm run build)" >&2
   exit 2
 fi
+# A copy of the project without its runtime dependencies (plan reads a model's header with
+# node-llama-cpp) would fail every check that starts gpu-share: say so before spending the session.
+if [ "$part" != build ] && ! "$node" --input-type=module -e '
+import { readFileSync } from "node:fs";
+const names = Object.keys(JSON.parse(readFileSync("package.json", "utf8")).dependencies ?? {});
+const missing = names.filter((name) => { try { import.meta.resolve(name); return false; } catch { return true; } });
+if (missing.length > 0) {
+  console.error(`gpu-check: the project'"'"'s dependencies are not installed: ${missing.join(", ")} (npm ci --omit=dev)`);
+  process.exit(2);
+}'; then
+  exit 2
+fi
 mkdir -p "$out"
 failed=0
 step() { # name, seconds, log file, command…: runs it under its budget, records its exit code and time
