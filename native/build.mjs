@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// Builds the registry helper (gpushare.c) into build/native/<platform>-<arch>/ with the platform's
+// Builds the registry helper (gpushare.c), the watchdog (watchdog.c) and the Vulkan device lister
+// (vulkan-devices.c) into build/native/<platform>-<arch>/ with the platform's
 // C compiler. `--target win32-x64` cross-builds the Windows DLL with mingw-w64 (to prove it
 // compiles on a Linux machine); on a Mac, `--target darwin-x64` / `darwin-arm64` builds either
 // architecture. CC overrides the compiler.
@@ -56,7 +57,7 @@ const { cc, msvc } = compilerFor(target);
 const exe = platform === 'win32' ? '.exe' : '';
 
 /** One compiler run; exits the script with a clear message when it fails. */
-function compile(sources, out, shared) {
+function compile(sources, out, shared, libs = []) {
   let args;
   if (msvc) {
     args = ['/nologo', '/O2', '/W4', '/WX', shared ? '/LD' : '', ...sources, `/Fe:${out}`, `/Fo:${outDir}\\`].filter(Boolean);
@@ -66,6 +67,7 @@ function compile(sources, out, shared) {
     // advapi32: the owner check of an existing section (GetSecurityInfo, the process token).
     if (platform === 'win32') args.push('-static-libgcc', '-ladvapi32');
     else if (shared) args.unshift('-fPIC');
+    args.push(...libs);
     if (platform === 'darwin') {
       args.push('-arch', arch === 'arm64' ? 'arm64' : 'x86_64');
       if (shared) args.push('-install_name', `@rpath/${FILES.darwin.library}`);
@@ -88,3 +90,6 @@ function compile(sources, out, shared) {
 // command's process tree) and the watchdog that ends paced trees when their supervisor dies.
 compile(platform === 'win32' ? [src, join(here, 'jobs-win32.c')] : [src], out, true);
 compile([join(here, 'watchdog.c')], join(outDir, FILES[platform].watchdog), false);
+// The Vulkan device lister, run as its own process (a bad driver cannot take the app down).
+// dlopen is in libdl on glibc before 2.34.
+compile([join(here, 'vulkan-devices.c')], join(outDir, FILES[platform].vulkanDevices), false, platform === 'linux' && !msvc ? ['-ldl'] : []);

@@ -1,12 +1,13 @@
-/** Where the native artefacts (the registry helper, the watchdog) are looked for, in order:
- *  $GPU_SHARE_NATIVE_DIR, the packaged app's resources, the development build folder. */
+/** Where the native artefacts (the registry helper, the watchdog, the Vulkan device lister) are
+ *  looked for, in order: $GPU_SHARE_NATIVE_DIR, the packaged app's resources, the development
+ *  build folder. */
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import nativeFiles from './files.json' with { type: 'json' };
 
 /** The native files' names on this platform (native/files.json: one list for the build script,
  *  packaging and these loaders). */
-export function nativeFileNames(): { library: string; watchdog: string } {
+export function nativeFileNames(): { library: string; watchdog: string; vulkanDevices: string } {
   const platform = process.platform === 'darwin' || process.platform === 'win32' ? process.platform : 'linux';
   return nativeFiles[platform];
 }

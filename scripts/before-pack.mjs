@@ -1,5 +1,5 @@
 // electron-builder's beforePack hook (electron-builder.yml): before a target is packed, checks that
-// its native parts exist and are built for it — the registry helper and watchdog
+// its native parts exist and are built for it — the registry helper, watchdog and Vulkan device lister
 // (build/native/<platform>-<arch>/, from `npm run build:native` on that system), koffi's binary
 // (@koromix/koffi-<platform>-<arch>) and node-llama-cpp's (@node-llama-cpp/<os>-<arch>…), which npm
 // installs only for the system it runs on. Without them the package would build, install, and
@@ -12,10 +12,10 @@ import { describeBinaryFile } from './native-binary.mjs';
 
 const projectRoot = fileURLToPath(new URL('..', import.meta.url));
 
-/** The helper's files per platform, [library, watchdog], from native/files.json: the names
- *  native/build.mjs builds and native/paths.ts finds. */
+/** The helper's files per platform, [library, watchdog, Vulkan device lister], from
+ *  native/files.json: the names native/build.mjs builds and native/paths.ts finds. */
 const NATIVE_FILES = JSON.parse(readFileSync(join(projectRoot, 'native', 'files.json'), 'utf8'));
-export const HELPER_FILES = Object.fromEntries(Object.entries(NATIVE_FILES).map(([platform, files]) => [platform, [files.library, files.watchdog]]));
+export const HELPER_FILES = Object.fromEntries(Object.entries(NATIVE_FILES).map(([platform, files]) => [platform, [files.library, files.watchdog, files.vulkanDevices]]));
 
 /** electron-builder's ${os} for each platform (and node-llama-cpp's package prefix). */
 export const OS_NAMES = { linux: 'linux', win32: 'win', darwin: 'mac' };

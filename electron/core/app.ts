@@ -37,6 +37,7 @@ import type { Core, CoreOptions, GatewayView } from './app-types.js';
 import type { Settings } from './settings.js';
 import { launchSpecFor } from './engines/launch-spec.js';
 import { chooseLaunchDevice, pinningFor } from './engines/device-pinning.js';
+import { lookUpVulkanDevice } from './engines/vulkan-lookup.js';
 import { checkProfileEnv, DEFAULT_GPU_LAYERS, ProfileError, ProfileNotFoundError, ProfileStore, type Profile as StoredProfile } from './engines/profiles.js';
 import { describeModelProblem, inspectModelFile } from './planner/model-file.js';
 import { spawnEngineProcess } from './engines/spawn.js';
@@ -139,7 +140,7 @@ class GpuShareCore implements Core {
   constructor(
     private readonly options: CoreOptions,
     private readonly clock: Clock,
-    provider: TelemetryProvider,
+    private readonly provider: TelemetryProvider,
     private readonly log: (line: string) => void,
   ) {
     this.settings = options.settings;
@@ -265,8 +266,11 @@ class GpuShareCore implements Core {
     return outcome;
   }
 
-  private startEngine(spec: LaunchSpec): Promise<LaunchOutcome> {
-    const pinning = pinningFor(spec.kind, this.supervisor.deviceOf(spec), spec.env);
+  private async startEngine(unpinned: LaunchSpec): Promise<LaunchOutcome> {
+    // Where its GPU is in Vulkan's order (the lister runs once, on the first launch on a GPU).
+    const gpuKey = this.supervisor.deviceOf(unpinned);
+    const spec: LaunchSpec = { ...unpinned, vulkan: await lookUpVulkanDevice(gpuKey, this.provider) };
+    const pinning = pinningFor(spec.kind, gpuKey, spec.env, spec.vulkan);
     return new Promise<LaunchOutcome>((resolve, reject) => {
       let answered = false;
       const launching = this.supervisor.launch(spec, {

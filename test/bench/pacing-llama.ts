@@ -26,7 +26,7 @@ import { buildSchedule, ownerAt, stallBoundUs, usUntilWindowEnd, type Schedule }
 import { writeGguf, type GgufSpec } from '../fixtures/gguf.js';
 import { LLAMA_SERVER_HINT, findLlamaServer, freePort, nvidiaSmiListsGpu, spawnLlamaServer, streamCompletion, waitHealthy, type LlamaServerArgs } from '../fixtures/llama-server.js';
 import { CLI, ROOT, predictedTokens } from '../fixtures/procs.js';
-import { costByWindowPosition, counterAt, gapsMs, median, recoveredAtUs, round, summary, type WindowPositionCost } from './pacing-stats.js';
+import { costByWindowPosition, counterAt, gapsMs, median, rateOverWholeRequests, recoveredAtUs, round, summary, type WindowPositionCost } from './pacing-stats.js';
 
 export type LlamaDevice = 'cpu' | 'gpu';
 export type LlamaMode = 'free' | 'naive' | 'gate';
@@ -57,6 +57,12 @@ export const LLAMA_MODELS: Readonly<Record<LlamaDevice, { spec: GgufSpec; sparse
   gpu: { spec: { embedding: 4096, layers: 6, contextLength: 4096, feedForward: 11008, heads: 32, vocab: 512, type: 'f16', seed: 1 }, sparse: true, ctx: 2048, requestTokens: 1000 },
 };
 
+/** Seconds measured per scenario unless --measure-s says otherwise. CPU: long enough that the
+ *  slowest engine (a quarter of the core at 2:1:1, ~12 s per 400-token request) finishes several
+ *  whole requests, over which the token split is read without the bias of where the interval cut
+ *  them. GPU: the one-part check's budget (5 minutes for every scenario and mode). */
+export const LLAMA_MEASURE_S: Readonly<Record<LlamaDevice, number>> = { cpu: 30, gpu: 3 };
+
 export interface LlamaBenchOptions {
   device: LlamaDevice;
   server: string;
@@ -82,8 +88,17 @@ export interface LlamaResult {
   mode: LlamaMode;
   weights: number[];
   tokps: number[];
-  /** Token split: engine 0's rate over engine 1's. */
+  /** Token split: engine 0's rate over engine 1's, over the measured interval. */
   ratio: number | null;
+  /** Each engine's rate over the whole requests it started inside the measured interval (null
+   *  under one whole request cycle), and how many cycles that was: a token's cost grows with its
+   *  place in its request, so a rate over an interval that cuts requests leans toward the engine
+   *  that sat on the cheap part of its requests (pacing-stats.ts, rateOverWholeRequests). */
+  whole_request_tokps: (number | null)[];
+  whole_requests: number[];
+  /** The token split from those rates. */
+  ratio_whole_requests: number | null;
+  equal_pair_ratio_whole_requests: number | null;
   target_ratio: number;
   /** 2:1:1: the two weight-1 engines' rates, the second over the first. */
   equal_pair_ratio: number | null;
@@ -108,7 +123,7 @@ export interface LlamaResult {
    *  for a request cut short by the stop). */
   metrics_tokens: number[];
   streamed_tokens: number[];
-  runs?: { ratio: number | null; cpu_ratio: number | null; equal_pair_ratio: number | null; aggregate_pct_of_solo: number; release_s: number | null; itl_max_ms: number[] }[];
+  runs?: { ratio: number | null; ratio_whole_requests: number | null; equal_pair_ratio_whole_requests: number | null; cpu_ratio: number | null; equal_pair_ratio: number | null; aggregate_pct_of_solo: number; release_s: number | null; itl_max_ms: number[] }[];
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -152,6 +167,8 @@ interface Engine {
   /** [wall µs, tokens decoded so far by this engine]: one entry per streamed chunk. */
   counter: [number, number][];
   tokens: number[];
+  /** [wall µs, tokens decoded so far by this engine] when each request was sent. */
+  requestStarts: [number, number][];
   client: AbortController | null;
   streamed: number;
 }
@@ -188,6 +205,7 @@ function startClient(engine: Engine, requestTokens: number, wallUs: () => number
   void (async () => {
     while (!controller.signal.aborted) {
       let last = 0;
+      engine.requestStarts.push([wallUs(), base]);
       try {
         const done = await streamCompletion(engine.port, requestTokens, wallUs, controller.signal, (at, decoded) => {
           for (let i = last; i < decoded; i++) engine.tokens.push(at);
@@ -294,7 +312,7 @@ async function runOnce(options: LlamaBenchOptions, scenario: LlamaScenario, mode
         if (mode !== 'gate' || child.pid === undefined) return child.pid;
         return childrenOf(child.pid).find((pid) => !commOf(pid).startsWith('gpushare-watch'));
       };
-      engines.push({ child, port, serverPid, counter: [], tokens: [], client: null, streamed: 0 });
+      engines.push({ child, port, serverPid, counter: [], tokens: [], requestStarts: [], client: null, streamed: 0 });
       try {
         await waitHealthy(port, child, 180_000);
       } catch (error) {
@@ -360,13 +378,19 @@ async function runOnce(options: LlamaBenchOptions, scenario: LlamaScenario, mode
     const perTokenMs = pin ? cpuUs.map((c, i) => round(c / 1000 / Math.max(1, (tokps[i] ?? 0) * ((toUs - fromUs) / 1e6)), 2)) : null;
     const itl = engines.map((e) => summary(gapsMs(e.tokens, fromUs, toUs)));
     const released = recoveredAtUs(e0.tokens, stopUs, solo);
-    const ratio = (a: number | undefined, b: number | undefined): number | null => (a !== undefined && b !== undefined && b > 0 ? round(a / b, 3) : null);
+    const ratio = (a: number | null | undefined, b: number | null | undefined): number | null => (a !== undefined && a !== null && b !== undefined && b !== null && b > 0 ? round(a / b, 3) : null);
+    const whole = engines.map((e) => rateOverWholeRequests(e.requestStarts, fromUs, toUs));
+    const wholeTokps = whole.map((w) => (w === null ? null : round(w.tokps, 1)));
     return {
       name: scenario.name,
       mode,
       weights: scenario.weights,
       tokps,
       ratio: ratio(tokps[0], tokps[1]),
+      whole_request_tokps: wholeTokps,
+      whole_requests: whole.map((w) => w?.requests ?? 0),
+      ratio_whole_requests: ratio(wholeTokps[0], wholeTokps[1]),
+      equal_pair_ratio_whole_requests: scenario.weights.length === 3 ? ratio(wholeTokps[2], wholeTokps[1]) : null,
       target_ratio: round((scenario.weights[0] ?? 1) / (scenario.weights[1] ?? 1), 3),
       equal_pair_ratio: scenario.weights.length === 3 ? ratio(tokps[2], tokps[1]) : null,
       cpu_pct: cpuPct,
@@ -431,6 +455,10 @@ function medianOfRuns(runs: LlamaResult[]): LlamaResult {
     ...first,
     tokps: perEngine((r, i) => r.tokps[i] ?? null),
     ratio: m((r) => r.ratio),
+    whole_request_tokps: first.weights.map((_, i) => m((r) => r.whole_request_tokps[i] ?? null, 1)),
+    whole_requests: first.weights.map((_, i) => m((r) => r.whole_requests[i] ?? null, 0) ?? 0),
+    ratio_whole_requests: m((r) => r.ratio_whole_requests),
+    equal_pair_ratio_whole_requests: m((r) => r.equal_pair_ratio_whole_requests),
     equal_pair_ratio: m((r) => r.equal_pair_ratio),
     cpu_pct: first.cpu_pct === null ? null : perEngine((r, i) => r.cpu_pct?.[i] ?? null),
     cpu_ratio: m((r) => r.cpu_ratio),
@@ -448,21 +476,22 @@ function medianOfRuns(runs: LlamaResult[]): LlamaResult {
     aggregate_pct_of_solo: m((r) => r.aggregate_pct_of_solo, 1) ?? 0,
     itl_max_ms: perEngine((r, i) => r.itl_max_ms[i] ?? null, 2),
     release_s: m((r) => r.release_s, 2),
-    runs: runs.map((r) => ({ ratio: r.ratio, cpu_ratio: r.cpu_ratio, equal_pair_ratio: r.equal_pair_ratio, aggregate_pct_of_solo: r.aggregate_pct_of_solo, release_s: r.release_s, itl_max_ms: r.itl_max_ms })),
+    runs: runs.map((r) => ({ ratio: r.ratio, ratio_whole_requests: r.ratio_whole_requests, equal_pair_ratio_whole_requests: r.equal_pair_ratio_whole_requests, cpu_ratio: r.cpu_ratio, equal_pair_ratio: r.equal_pair_ratio, aggregate_pct_of_solo: r.aggregate_pct_of_solo, release_s: r.release_s, itl_max_ms: r.itl_max_ms })),
   };
 }
 
 export function llamaTable(results: readonly LlamaResult[]): string {
-  const header = ['scenario', 'mode', 'tok/s', 'token split', 'time split', 'target', '2:1:1 pair', 'CPU ms/tok', 'ms/tok in window 1st/2nd/rest', 'solo tok/s (before→after)', 'agg % solo', 'max gap ms', 'bound ms', 'release s', 'GPU util % solo/shared/after'];
+  const header = ['scenario', 'mode', 'tok/s', 'token split', 'whole req (n)', 'time split', 'target', '2:1:1 pair', 'CPU ms/tok', 'ms/tok in window 1st/2nd/rest', 'solo tok/s (before→after)', 'agg % solo', 'max gap ms', 'bound ms', 'release s', 'GPU util % solo/shared/after'];
   const f = (x: number | null, d = 3): string => (x === null ? '—' : x.toFixed(d));
   const rows = results.map((r) => [
     r.name,
     r.mode,
     r.tokps.map((t) => t.toFixed(1)).join(' / '),
     f(r.ratio),
+    `${f(r.ratio_whole_requests)} (${r.whole_requests.join('/')})`,
     f(r.cpu_ratio),
     r.target_ratio.toFixed(3),
-    f(r.equal_pair_ratio),
+    r.equal_pair_ratio === null ? '—' : `${f(r.equal_pair_ratio)} (whole req ${f(r.equal_pair_ratio_whole_requests)})`,
     r.cpu_ms_per_token === null ? '—' : r.cpu_ms_per_token.map((c) => c.toFixed(2)).join(' / '),
     r.window_ms_per_token === null ? '—' : r.window_ms_per_token.map((w) => [w.first, w.second, w.rest].map((x) => (x === null ? '—' : x.toFixed(1))).join('/')).join(' | '),
     `${r.solo_tokps.toFixed(1)} (${r.solo_before_after_tokps.map((s) => s.toFixed(1)).join('→')})`,
@@ -492,7 +521,7 @@ export async function runLlamaBench(options: LlamaBenchOptions): Promise<LlamaRe
           continue;
         }
         byMode.set(mode, [...(byMode.get(mode) ?? []), result]);
-        options.log(`  ${scenario.name.padEnd(6)} ${mode.padEnd(5)}${options.repeat > 1 ? ` run ${run + 1}/${options.repeat}` : ''} tok/s ${result.tokps.join(' / ')}  tokens ${result.ratio ?? '—'}${result.cpu_ratio !== null ? `  time ${result.cpu_ratio}` : ''}${result.equal_pair_ratio !== null ? `  pair ${result.equal_pair_ratio}` : ''}  agg ${result.aggregate_pct_of_solo}% of ${result.solo_tokps} (${result.solo_before_after_tokps.join(' → ')})  max gap ${result.itl_max_ms.join('/')} ms (bound ${result.bound_ms.join('/')})  release ${result.release_s ?? 'never'} s${result.gpu_util_pct ? `  GPU ${result.gpu_util_pct.solo_before}/${result.gpu_util_pct.shared}/${result.gpu_util_pct.solo_after} %` : ''}`);
+        options.log(`  ${scenario.name.padEnd(6)} ${mode.padEnd(5)}${options.repeat > 1 ? ` run ${run + 1}/${options.repeat}` : ''} tok/s ${result.tokps.join(' / ')}  tokens ${result.ratio ?? '—'} (whole requests ${result.ratio_whole_requests ?? '—'}, ${result.whole_requests.join('/')})${result.cpu_ratio !== null ? `  time ${result.cpu_ratio}` : ''}${result.equal_pair_ratio !== null ? `  pair ${result.equal_pair_ratio}` : ''}  agg ${result.aggregate_pct_of_solo}% of ${result.solo_tokps} (${result.solo_before_after_tokps.join(' → ')})  max gap ${result.itl_max_ms.join('/')} ms (bound ${result.bound_ms.join('/')})  release ${result.release_s ?? 'never'} s${result.gpu_util_pct ? `  GPU ${result.gpu_util_pct.solo_before}/${result.gpu_util_pct.shared}/${result.gpu_util_pct.solo_after} %` : ''}`);
       }
     }
     for (const runs of byMode.values()) results.push(medianOfRuns(runs));
@@ -562,7 +591,7 @@ export async function llamaBenchMain(args: LlamaMainArgs): Promise<number> {
     mkdirSync(outDir, { recursive: true });
     writeFileSync(join(outDir, file), `${JSON.stringify(reportOf(results, complete), null, 2)}\n`);
   };
-  const results = await runLlamaBench({ device: args.device, server, modes, scenarios: LLAMA_SCENARIOS.filter((s) => names.includes(s.name)), measureS: args.measureS ?? (args.device === 'gpu' ? 3 : 4), repeat: args.repeat, cores: { engine: engineCore, harness: harnessCore }, log, onScenario: (so) => write(so, false) });
+  const results = await runLlamaBench({ device: args.device, server, modes, scenarios: LLAMA_SCENARIOS.filter((s) => names.includes(s.name)), measureS: args.measureS ?? LLAMA_MEASURE_S[args.device], repeat: args.repeat, cores: { engine: engineCore, harness: harnessCore }, log, onScenario: (so) => write(so, false) });
   const seconds = round((Date.now() - started) / 1000, 1);
   write(results, true);
   const report = reportOf(results, true);
@@ -570,7 +599,7 @@ export async function llamaBenchMain(args: LlamaMainArgs): Promise<number> {
   else {
     console.log('');
     console.log(llamaTable(results));
-    console.log(`\ntoken split = engine 0's tok/s over engine 1's (the servers' own counts); time split = the same for CPU time of each engine's process tree (CPU only); 2:1:1 pair = engine 2 over engine 1;\nsolo = engine 0 alone before the others start and after they stop; bound = (1 − share)·period; release = from the others' stop until engine 0 is back at 95 % of solo;\nms/tok in window = per engine, wall ms per token by its place in its own windows (1st: from the window's start), paced modes only`);
+    console.log(`\ntoken split = engine 0's tok/s over engine 1's (the servers' own counts) over the measured interval; whole req = the same over the whole requests each engine started inside it (n: request cycles per engine); time split = the same for CPU time of each engine's process tree (CPU only); 2:1:1 pair = engine 2 over engine 1;\nsolo = engine 0 alone before the others start and after they stop; bound = (1 − share)·period; release = from the others' stop until engine 0 is back at 95 % of solo;\nms/tok in window = per engine, wall ms per token by its place in its own windows (1st: from the window's start), paced modes only`);
     if (args.repeat > 1) console.log(`every figure is the median of ${args.repeat} runs (each run's in the JSON, under "runs")`);
     console.log(`${seconds} s; wrote bench-results/${file}`);
   }

@@ -94,3 +94,28 @@ export function costByWindowPosition(tokens: readonly number[], schedule: { peri
   const med = (values: number[]): number | null => (values.length === 0 ? null : round(median(values), 2));
   return { first: med(first), second: med(second), rest: med(rest), perWindow: counts.length === 0 ? null : round(counts.reduce((a, b) => a + b, 0) / counts.length, 1) };
 }
+
+/** An engine's long-run rate from the requests it started and finished inside an interval. */
+export interface WholeRequestRate {
+  tokps: number;
+  /** Whole request cycles counted (a cycle: one request's start to the next one's). */
+  requests: number;
+}
+
+/**
+ * Tokens per second over the whole request cycles that lie inside `fromUs`–`toUs`: from the first
+ * request that starts inside it to the last one that starts inside it, each taken with the count
+ * of tokens the engine had decoded when it started. A token's cost grows with its place in its
+ * request (attention over a longer context), so a rate over an interval that cuts requests is
+ * biased by where they were cut: engines that start together at position 0 and decode at
+ * different rates sit at different places of the cost curve. Whole cycles (their tokens, their
+ * time, the client's turnaround between them) sample every place once, which is what a rate over
+ * a long run converges to. Null under one whole cycle. Pure.
+ */
+export function rateOverWholeRequests(requestStarts: readonly (readonly [number, number])[], fromUs: number, toUs: number): WholeRequestRate | null {
+  const inside = requestStarts.filter(([at]) => at >= fromUs && at <= toUs);
+  const first = inside[0];
+  const last = inside.at(-1);
+  if (first === undefined || last === undefined || inside.length < 2 || last[0] <= first[0]) return null;
+  return { tokps: (last[1] - first[1]) / ((last[0] - first[0]) / 1e6), requests: inside.length - 1 };
+}

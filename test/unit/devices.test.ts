@@ -1,7 +1,7 @@
 /** A device per engine: which device a launch goes to, the environment that pins the engine
  *  there, the supervisor planning on that device alone, and the advice naming another device. */
 import { describe, expect, it } from 'vitest';
-import { chooseLaunchDevice, deviceKindOf, pinningFor, CUDA_DEVICES_ENV } from '../../electron/core/engines/device-pinning.js';
+import { chooseLaunchDevice, deviceKindOf, pinningFor, CUDA_DEVICES_ENV, VULKAN_DEVICES_ENV } from '../../electron/core/engines/device-pinning.js';
 import { ENGINE_KINDS } from '../../electron/core/engines/profiles.js';
 import { commandFor, Supervisor, type LaunchSpec, type SpawnRequest, type SpawnedProcess } from '../../electron/core/engines/supervisor.js';
 import { describePlan, elsewhereAdvice } from '../../electron/core/planner/describe.js';
@@ -55,7 +55,7 @@ describe('pinning an engine to its device through its environment', () => {
   it('names a GPU or MIG instance by its UUID in CUDA_VISIBLE_DEVICES for every engine kind, the built-in engine included', () => {
     for (const kind of ENGINE_KINDS) {
       expect(pinningFor(kind, UUID_B).env, kind).toEqual({ [CUDA_DEVICES_ENV]: UUID_B });
-      expect(pinningFor(kind, UUID_B).note, kind).toMatch(/Vulkan build of it is not pinned/);
+      expect(pinningFor(kind, UUID_B).note, kind).toMatch(/a Vulkan build is not pinned/);
     }
     expect(pinningFor('llama-server', 'MIG-9f2c1e0a-4b1d-5e6f-8a9b-0c1d2e3f4a5b').env).toEqual({ [CUDA_DEVICES_ENV]: 'MIG-9f2c1e0a-4b1d-5e6f-8a9b-0c1d2e3f4a5b' });
   });
@@ -88,6 +88,9 @@ describe('pinning an engine to its device through its environment', () => {
       if (kind !== 'opencoti-llamafile') expect(spawned.args[spawned.args.indexOf('--gpu-key') + 1], kind).toBe(UUID_B);
     }
     expect(commandFor({ ...base, gpuKey: 'cpu-0' }, deps).env).toEqual({ KEEP: '1' });
+    // Where the spec's device is in Vulkan's order, when it was looked up.
+    expect(commandFor({ ...base, vulkan: { index: 2, via: 'pci-bus-id' } }, deps).env[VULKAN_DEVICES_ENV]).toBe('2');
+    expect(commandFor(base, deps).env[VULKAN_DEVICES_ENV]).toBeUndefined();
     // No device in the spec: the supervisor's default.
     const { gpuKey: _none, ...unplaced } = base;
     expect(commandFor(unplaced, deps).env[CUDA_DEVICES_ENV]).toBe(UUID_A);

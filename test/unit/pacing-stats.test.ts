@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { costByWindowPosition } from '../../test/bench/pacing-stats.js';
+import { costByWindowPosition, rate, rateOverWholeRequests } from '../../test/bench/pacing-stats.js';
 
 // 2:1 over a 120 ms period: slot 0 owns [0, 80) ms, slot 1 [80, 120) ms.
 const schedule = { periodUs: 120_000, windows: [{ slot: 0, startUs: 0, lengthUs: 80_000 }, { slot: 1, startUs: 80_000, lengthUs: 40_000 }] };
@@ -23,5 +23,47 @@ describe('costByWindowPosition', () => {
 
   it('knows nothing of a slot without a window', () => {
     expect(costByWindowPosition([1, 2, 3], schedule, 5, 0, 1e6)).toEqual({ first: null, second: null, rest: null, perWindow: null });
+  });
+});
+
+/** An engine with `share` of the device decoding back-to-back requests of `length` tokens whose
+ *  cost grows by `growth` from the first token to the last, the first `headStart` tokens of its
+ *  first request already decoded: its token times and request starts. */
+function decode(share: number, length: number, growth: number, untilUs: number, headStart = 0): { tokens: number[]; starts: [number, number][] } {
+  const tokens: number[] = [];
+  const starts: [number, number][] = [];
+  let at = 0;
+  for (let decoded = 0; at < untilUs; decoded++) {
+    const place = (decoded + headStart) % length;
+    if (place === 0) starts.push([at, decoded]);
+    at += (6_500 * (1 + (growth * place) / length)) / share;
+    tokens.push(at);
+  }
+  return { tokens, starts };
+}
+
+describe('rateOverWholeRequests', () => {
+  it('reads the split of time as the split of tokens where a rate over a cut interval does not', () => {
+    // 2:1:1: the heavy engine gets half the device, each light one a quarter; tokens cost 31 % more
+    // at the end of a 400-token request than at its start. The heavy engine decoded alone first
+    // (half of its request done), the light ones start theirs at 0.
+    const heavy = decode(0.5, 400, 0.31, 60e6, 200);
+    const light = decode(0.25, 400, 0.31, 60e6);
+    // Over 1–9 s the light engines decode the cheap first half of their first request while the
+    // heavy one decodes the dear second half of its: the rate over that cut interval reads low.
+    const cut = rate(heavy.tokens, 1e6, 9e6) / rate(light.tokens, 1e6, 9e6);
+    expect(cut).toBeLessThan(1.95);
+    const h = rateOverWholeRequests(heavy.starts, 1e6, 55e6);
+    const l = rateOverWholeRequests(light.starts, 1e6, 55e6);
+    expect(h?.requests).toBeGreaterThanOrEqual(6);
+    expect(l?.requests).toBeGreaterThanOrEqual(2);
+    expect((h?.tokps ?? 0) / (l?.tokps ?? 1)).toBeCloseTo(2, 6);
+  });
+
+  it('counts the cycles from the first start inside the interval to the last, and needs one whole cycle', () => {
+    const starts: [number, number][] = [[0, 0], [2e6, 100], [5e6, 200], [7e6, 300]];
+    expect(rateOverWholeRequests(starts, 1e6, 7e6)).toEqual({ tokps: 40, requests: 2 });
+    expect(rateOverWholeRequests(starts, 1e6, 4e6)).toBeNull();
+    expect(rateOverWholeRequests([], 0, 1e6)).toBeNull();
   });
 });

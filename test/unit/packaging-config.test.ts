@@ -243,6 +243,7 @@ describe('beforePack: the target\'s native parts', () => {
     expect(nativePartProblems(scratch, 'darwin', 'arm64')).toEqual([
       expect.stringContaining('build/native/darwin-arm64/libgpushare.dylib is missing'),
       expect.stringContaining('build/native/darwin-arm64/gpushare-watchdog is missing'),
+      expect.stringContaining('build/native/darwin-arm64/gpushare-vulkan-devices is missing'),
       expect.stringContaining("koffi's binary for darwin-arm64"),
       expect.stringContaining("node-llama-cpp's binaries for darwin-arm64"),
     ]);
@@ -253,7 +254,7 @@ describe('beforePack: the target\'s native parts', () => {
     mkdirSync(dir, { recursive: true });
     for (const file of HELPER_FILES[platform]) copyFileSync(join(projectRoot, 'build', 'native', HOST, file), join(dir, file));
     const problems = nativePartProblems(scratch, platform, other);
-    expect(problems.filter((p) => p.includes(`is built for ${HOST}, not ${platform}-${other}`))).toHaveLength(2);
+    expect(problems.filter((p) => p.includes(`is built for ${HOST}, not ${platform}-${other}`))).toHaveLength(3);
   });
 
   it('the hook refuses to pack with the list of problems', async () => {

@@ -17,6 +17,7 @@ const { HELPER_FILES } = await import('../../scripts/before-pack.mjs');
 const { TARGETS, extraResourceRules, projectRoot } = await import('../../scripts/packed-files.mjs');
 const { helperCandidates, loadRegistryHelper, RegistryError } = await import('../../native/helper.js');
 const { findWatchdog, watchdogCandidates } = await import('../../native/process-control.js');
+const { vulkanListerCandidates } = await import('../../native/vulkan-devices.js');
 
 const RESOURCES = join('/opt', 'GPU Share', 'resources');
 const OVERRIDE = join('/tmp', 'gpu-share-native-override');
@@ -52,10 +53,11 @@ describe('the native helper in a package', () => {
       const [rule] = rules;
       expect(rule!.from, `${target}: copied from where native/build.mjs writes`).toBe(`build/native/${target}`);
       expect([...rule!.filter].sort(), target).toEqual([...HELPER_FILES[platform]].sort());
-      const [library, watchdog] = asIf(target, () => [helperCandidates(), watchdogCandidates()]);
+      const [library, watchdog, lister] = asIf(target, () => [helperCandidates(), watchdogCandidates(), vulkanListerCandidates()]);
       const packaged = (candidates: string[]) => relative(RESOURCES, candidates[0]!).split('\\').join('/');
       expect(packaged(library!), `${target}: the library`).toBe(`${rule!.to}/${HELPER_FILES[platform][0]}`);
       expect(packaged(watchdog!), `${target}: the watchdog`).toBe(`${rule!.to}/${HELPER_FILES[platform][1]}`);
+      expect(packaged(lister!), `${target}: the Vulkan device lister`).toBe(`${rule!.to}/${HELPER_FILES[platform][2]}`);
     }
   });
 
@@ -63,10 +65,11 @@ describe('the native helper in a package', () => {
     const build = readFileSync(join(projectRoot, 'native', 'build.mjs'), 'utf8');
     expect(build).toContain("'files.json'");
     expect(build).not.toMatch(/'[^']*gpushare[^']*\.(so|dll|dylib)'|`gpushare-watchdog/); // no second copy of a name
-    for (const [platform, [library, watchdog]] of Object.entries(HELPER_FILES)) {
+    for (const [platform, [library, watchdog, lister]] of Object.entries(HELPER_FILES)) {
       asIf(`${platform}-x64`, () => {
         expect(helperCandidates().every((path) => path.endsWith(library!)), platform).toBe(true);
         expect(watchdogCandidates().every((path) => path.endsWith(watchdog!)), platform).toBe(true);
+        expect(vulkanListerCandidates().every((path) => path.endsWith(lister!)), platform).toBe(true);
       });
     }
     // What `npm run build:native` wrote on this machine carries the same names.

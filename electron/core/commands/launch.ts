@@ -22,12 +22,13 @@ import { defaultContextSize } from '../contract.js';
 import { launchSpecFor } from '../engines/launch-spec.js';
 import { spawnEngineProcess } from '../engines/spawn.js';
 import { parseHostLine } from '../engines/host-protocol.js';
-import { Supervisor, type SupervisorEvent } from '../engines/supervisor.js';
+import { Supervisor, type LaunchSpec, type SupervisorEvent } from '../engines/supervisor.js';
 import { listEngines, removeEngineFile, writeEngineFile } from '../engines/engine-files.js';
 import { exitCodeForPlan, PlanCommandError } from './plan.js';
 import { DeviceChoiceError } from './keys.js';
 import { chooseGpuKey } from '../registry/keys.js';
 import { chooseLaunchDevice, pinningFor } from '../engines/device-pinning.js';
+import { lookUpVulkanDevice } from '../engines/vulkan-lookup.js';
 import type { DeviceSample } from '../telemetry/types.js';
 import { stopSignals, type CommandIo } from './io.js';
 
@@ -141,7 +142,9 @@ export async function runLaunch(options: LaunchOptions, io: CommandIo, clock: Cl
   const resolved = await launchSpecFor(profile, envelopes, { weight: options.weight, priority: options.priority, contextSize: options.contextSize, threads: options.threads });
   if (options.port !== undefined && resolved.kind !== 'builtin' && resolved.kind !== 'llama-server') throw new PlanCommandError(`--port: a ${resolved.kind} engine listens where its own arguments say; --port is for built-in and llama-server engines`);
   // The engine's port, the last of its arguments (the built-in host and llama-server take the last).
-  const spec = options.port === undefined ? resolved : { ...resolved, args: withPort(resolved.args, options.port) };
+  const ported = options.port === undefined ? resolved : { ...resolved, args: withPort(resolved.args, options.port) };
+  // Where its GPU is in Vulkan's order, for a Vulkan build of the engine.
+  const spec: LaunchSpec = { ...ported, vulkan: await lookUpVulkanDevice(gpuKey, provider) };
 
   let lastDrawn = -10;
   const onEvent = (event: SupervisorEvent): void => {
@@ -178,7 +181,7 @@ export async function runLaunch(options: LaunchOptions, io: CommandIo, clock: Cl
     onEvent,
   });
   if (options.tty) io.err('');
-  const pinning = pinningFor(spec.kind, gpuKey, spec.env);
+  const pinning = pinningFor(spec.kind, gpuKey, spec.env, spec.vulkan);
   if (pinning.note !== null) io.err(`${profile.name}: ${pinning.note}`);
   // A second Ctrl-C while it stops: kill it at once.
   let engineId: string | null = null;

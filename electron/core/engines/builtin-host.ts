@@ -41,6 +41,7 @@ import { allowedHosts } from '../api/http.js';
 import type { AfterStep, Engine } from './builtin-decode.js';
 import { errorText, Host, sendError } from './builtin-http.js';
 import { ENGINE_SECRET_ENV } from './engine-secret.js';
+import { vulkanPinningWarning } from './device-pinning.js';
 
 // ---------------------------------------------------------------------------------------------
 // Flags
@@ -357,9 +358,8 @@ async function main(argv: readonly string[]): Promise<void> {
       },
     });
     if (host.isStopping) return;
-    // Pinned through CUDA_VISIBLE_DEVICES, which Vulkan ignores: say where it really runs.
-    const pinnedTo = process.env['CUDA_VISIBLE_DEVICES'];
-    if (llama.gpu === 'vulkan' && pinnedTo !== undefined && pinnedTo !== '') log('warn', `node-llama-cpp chose Vulkan, which CUDA_VISIBLE_DEVICES=${pinnedTo} does not pin: it runs on Vulkan's default device`);
+    const vulkanWarning = vulkanPinningWarning(llama.gpu, process.env);
+    if (vulkanWarning !== null) log('warn', vulkanWarning);
     progress(0.05);
     const model = await llama.loadModel({
       modelPath: options.model,

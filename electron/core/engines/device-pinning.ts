@@ -1,20 +1,30 @@
 /**
- * Which device an engine runs on, and how it is held there. Pure: the devices come in as data,
- * the choice and the environment go out as data.
+ * Which device an engine runs on, and how it is held there. Pure: the devices, and where the
+ * device is in Vulkan's order, come in as data; the choice and the environment go out as data.
  *
  * - The device: the one asked for (the Launch dialog, `launch --gpu`), else the profile's
  *   preferred one while it is present, else the one selected in the header, else the one with the
  *   most free memory (ties: discovery order).
- * - The pinning: an engine learns its device only from its environment at spawn. For a GPU that
- *   has a CUDA UUID (`GPU-…`, a MIG instance's `MIG-…`) that is `CUDA_VISIBLE_DEVICES=<UUID>`,
- *   for every engine kind: llama-server, llamafile and opencoti-llamafile are CUDA programs, a
- *   command engine is whatever it runs, and node-llama-cpp (the built-in engine) has no device
- *   option of its own. Vulkan numbers devices in its own order, which GPU Share has no way to
- *   learn (it never loads Vulkan), and NVML's index is not that order: a Vulkan build is left
- *   unpinned, and the launch says so. The host CPU (`cpu-0`) and Apple's one GPU (`metal-0`) need
- *   nothing beyond joining their registry.
+ * - The pinning: an engine learns its device only from its environment at spawn, and each build
+ *   reads its own variable, so a GPU gets both where both are known:
+ *   - CUDA: for a GPU that has a CUDA UUID (`GPU-…`, a MIG instance's `MIG-…`),
+ *     `CUDA_VISIBLE_DEVICES=<UUID>`, for every engine kind: llama-server, llamafile and
+ *     opencoti-llamafile are CUDA programs, a command engine is whatever it runs, and
+ *     node-llama-cpp (the built-in engine) has no device option of its own.
+ *   - Vulkan: `GGML_VK_VISIBLE_DEVICES=<index>`, the GPU's index in Vulkan's own enumeration
+ *     order (llama.cpp's Vulkan backend indexes vkEnumeratePhysicalDevices with it, and refuses
+ *     to start on an index past the end). NVML's index is not that order: the index comes from
+ *     vulkan-match.ts, which matches the NVML GPU to a Vulkan device by UUID, PCI bus id and name
+ *     (never by NVML's index), from the list gpushare-vulkan-devices prints (a separate process;
+ *     Vulkan is never loaded here). Without a match a Vulkan build is left unpinned, and the note
+ *     says why. A profile that sets a Vulkan loader variable (VK_…) may see another order: its
+ *     Vulkan build is not pinned either.
+ *   A profile's own CUDA_VISIBLE_DEVICES or GGML_VK_VISIBLE_DEVICES is the user's choice and is
+ *   kept. The host CPU (`cpu-0`) and Apple's one GPU (`metal-0`) need nothing beyond joining their
+ *   registry.
  */
 import type { EngineKind } from './profiles.js';
+import type { VulkanMatch } from './vulkan-match.js';
 
 /** What a registry key says about how the device can be named to an engine. */
 export type DeviceKind =
@@ -29,6 +39,7 @@ export type DeviceKind =
   | 'other';
 
 export const CUDA_DEVICES_ENV = 'CUDA_VISIBLE_DEVICES';
+export const VULKAN_DEVICES_ENV = 'GGML_VK_VISIBLE_DEVICES';
 
 export function deviceKindOf(gpuKey: string): DeviceKind {
   if (/^(GPU|MIG)-/.test(gpuKey)) return 'cuda';
@@ -38,11 +49,17 @@ export function deviceKindOf(gpuKey: string): DeviceKind {
   return 'other';
 }
 
+/** Whether a device of this key is an NVIDIA GPU that Vulkan may list (and so worth looking up). */
+export function isNvidiaGpuKey(gpuKey: string): boolean {
+  const kind = deviceKindOf(gpuKey);
+  return kind === 'cuda' || kind === 'gpu-without-uuid';
+}
+
 export interface Pinning {
   /** Variables added to the engine's environment (the profile's own win over them). */
   env: Record<string, string>;
-  /** One line for the log when the engine is not (or not wholly) held to the device; null when
-   *  nothing needs saying. */
+  /** One line for the log saying what holds the engine to its device and what does not; null
+   *  when nothing needs saying. */
   note: string | null;
 }
 
@@ -54,29 +71,61 @@ const ENGINE_WORDS: Readonly<Record<EngineKind, string>> = {
   command: 'the command',
 };
 
+/** Where the device is in Vulkan's order when nobody looked (a spec launched without the lookup). */
+export const VULKAN_NOT_LOOKED_UP: VulkanMatch = { index: null, reason: "Vulkan's device order was not looked up" };
+
+const VIA_WORDS = { uuid: 'its UUID', 'pci-bus-id': 'its PCI bus id and name', name: 'its name, unique on both sides' } as const;
+
+/** Loader variables that change which devices Vulkan lists, or their order. */
+const VULKAN_LOADER_ENV = /^(VK_|MESA_VK_DEVICE_SELECT)/;
+
+const ownOf = (profileEnv: Readonly<Record<string, string>>, name: string): string | undefined => (Object.hasOwn(profileEnv, name) ? profileEnv[name] : undefined);
+
+/** The Vulkan half: the variable to set, and the clause for the note. */
+function vulkanPart(vulkan: VulkanMatch, profileEnv: Readonly<Record<string, string>>): { env: Record<string, string>; said: string } {
+  const own = ownOf(profileEnv, VULKAN_DEVICES_ENV);
+  if (own !== undefined) return { env: {}, said: `a Vulkan build keeps the profile's own ${VULKAN_DEVICES_ENV}=${own}` };
+  if (vulkan.index === null) return { env: {}, said: `a Vulkan build is not pinned (${vulkan.reason}) and runs on Vulkan's default device` };
+  const loaderVariable = Object.keys(profileEnv).find((name) => VULKAN_LOADER_ENV.test(name));
+  if (loaderVariable !== undefined) return { env: {}, said: `a Vulkan build is not pinned: the profile sets ${loaderVariable}, which can change Vulkan's device order (Vulkan device ${vulkan.index} without it); it runs on Vulkan's default device` };
+  return { env: { [VULKAN_DEVICES_ENV]: String(vulkan.index) }, said: `a Vulkan build through ${VULKAN_DEVICES_ENV}=${vulkan.index} (Vulkan device ${vulkan.index}, matched by ${VIA_WORDS[vulkan.via]})` };
+}
+
 /** The environment that holds an engine of `engineKind` to the device `gpuKey`. `profileEnv`: the
- *  profile's own variables; a CUDA_VISIBLE_DEVICES set there is the user's choice and is kept. */
-export function pinningFor(engineKind: EngineKind, gpuKey: string, profileEnv: Readonly<Record<string, string>> = {}): Pinning {
+ *  profile's own variables (kept where they name a device). `vulkan`: where the device is in
+ *  Vulkan's order (see vulkan-match.ts), looked up by the caller. */
+export function pinningFor(engineKind: EngineKind, gpuKey: string, profileEnv: Readonly<Record<string, string>> = {}, vulkan: VulkanMatch = VULKAN_NOT_LOOKED_UP): Pinning {
   const engine = ENGINE_WORDS[engineKind];
   switch (deviceKindOf(gpuKey)) {
     case 'cuda': {
-      const own = Object.hasOwn(profileEnv, CUDA_DEVICES_ENV) ? profileEnv[CUDA_DEVICES_ENV] : undefined;
+      const vk = vulkanPart(vulkan, profileEnv);
+      const own = ownOf(profileEnv, CUDA_DEVICES_ENV);
       if (own !== undefined && own !== gpuKey) {
-        return { env: {}, note: `${engine} keeps the profile's own ${CUDA_DEVICES_ENV}=${own}; it joins the registry of ${gpuKey} all the same` };
+        return { env: vk.env, note: `${engine} keeps the profile's own ${CUDA_DEVICES_ENV}=${own}; it joins the registry of ${gpuKey} all the same; ${vk.said}` };
       }
-      return {
-        env: { [CUDA_DEVICES_ENV]: gpuKey },
-        note: `${engine} is pinned to ${gpuKey} through ${CUDA_DEVICES_ENV}; a Vulkan build of it is not pinned (GPU Share cannot learn Vulkan's device order) and runs on Vulkan's default device`,
-      };
+      return { env: { [CUDA_DEVICES_ENV]: gpuKey, ...vk.env }, note: `${engine} is pinned to ${gpuKey} through ${CUDA_DEVICES_ENV}; ${vk.said}` };
     }
-    case 'gpu-without-uuid':
-      return { env: {}, note: `${engine} is not pinned: ${gpuKey} has no UUID to name it by in ${CUDA_DEVICES_ENV}, and CUDA's numbering is not NVML's; it runs on its default device` };
+    case 'gpu-without-uuid': {
+      const vk = vulkanPart(vulkan, profileEnv);
+      return { env: vk.env, note: `${engine} is not pinned for CUDA: ${gpuKey} has no UUID to name it by in ${CUDA_DEVICES_ENV}, and CUDA's numbering is not NVML's, so a CUDA build runs on its default device; ${vk.said}` };
+    }
     case 'metal':
     case 'cpu':
       return { env: {}, note: null };
     case 'other':
       return { env: {}, note: `${engine} is not pinned: ${gpuKey} is not a GPU UUID; it runs on its default device and joins the registry of ${gpuKey}` };
   }
+}
+
+/** What the built-in engine says once node-llama-cpp has chosen its backend (`gpu`), from its own
+ *  environment: null when nothing needs saying (not Vulkan; Vulkan pinned through
+ *  GGML_VK_VISIBLE_DEVICES; no GPU meant, as on cpu-0). */
+export function vulkanPinningWarning(gpu: string | false, env: Readonly<Record<string, string | undefined>>): string | null {
+  if (gpu !== 'vulkan') return null;
+  const vulkan = env[VULKAN_DEVICES_ENV];
+  const cuda = env[CUDA_DEVICES_ENV];
+  if ((vulkan !== undefined && vulkan !== '') || cuda === undefined || cuda === '') return null;
+  return `node-llama-cpp chose Vulkan, which ${CUDA_DEVICES_ENV}=${cuda} does not pin, and its GPU was not matched to a Vulkan device (no ${VULKAN_DEVICES_ENV}; the launch's log says why): it runs on Vulkan's default device`;
 }
 
 /** A device as the choice sees it. */

@@ -28,6 +28,7 @@ import { parsePacerLine } from '../pacer/overshoot.js';
 import type { EngineKind } from './profiles.js';
 import { ENGINE_SECRET_ENV, newEngineSecret } from './engine-secret.js';
 import { pinningFor } from './device-pinning.js';
+import type { VulkanMatch } from './vulkan-match.js';
 import { LLAMA_SERVER_DEFAULT_PORT, declaredPortOf } from '../pacer/server-activity.js';
 
 export type { EngineKind };
@@ -65,6 +66,9 @@ export interface LaunchSpec {
   /** The device it runs on: planned against, pinned to, its registry joined. Absent: the
    *  supervisor's default device (`SupervisorDeps.gpuKey`). */
   gpuKey?: string;
+  /** Where that device is in Vulkan's own order (vulkan-lookup.ts, before the launch): a Vulkan
+   *  build is pinned by it. Absent: not looked up, and a Vulkan build is not pinned. */
+  vulkan?: VulkanMatch;
 }
 
 /** `exited`: it ended by itself with exit code 0 (a command that finished); `crashed`: by itself
@@ -189,7 +193,7 @@ export function commandFor(spec: LaunchSpec, deps: Pick<SupervisorDeps, 'launche
   const { nodePath, cliPath, builtinHostPath } = deps.launchers;
   const gpuKey = spec.gpuKey ?? deps.gpuKey;
   // Held to its device through its environment; the profile's own variables win.
-  const env = { ...pinningFor(spec.kind, gpuKey, spec.env).env, ...spec.env };
+  const env = { ...pinningFor(spec.kind, gpuKey, spec.env, spec.vulkan).env, ...spec.env };
   const apiKey = secret === null ? [] : ['--api-key', secret];
   const paced = (command: string, args: readonly string[], activityUrl?: string): string[] => [
     cliPath,

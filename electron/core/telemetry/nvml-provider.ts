@@ -26,11 +26,19 @@ import {
 } from '../../../native/nvml.js';
 import { hashGpuKey } from '../registry/keys.js';
 import { checkGpuKey } from '../registry/validate.js';
-import { TelemetryError, type DeviceHealth, type DeviceSample, type ProcessUsage, type TelemetryProvider } from './types.js';
+import { TelemetryError, type DeviceHealth, type DeviceSample, type GpuIdentity, type ProcessUsage, type TelemetryProvider } from './types.js';
 
 export interface NvmlProviderOptions extends LoadNvmlOptions {
   /** Wall-clock µs (the registry's clock). */
   wallUs: () => number;
+}
+
+/** A GPU's registry key: its UUID, else a hash of its name and PCI bus id (stable across runs);
+ *  null with neither. */
+function registryKeyOf(uuid: string | null, name: string, pciBusId: string | null): string | null {
+  if (uuid !== null && uuid !== '') return uuid;
+  if (pciBusId === null || pciBusId === '') return null;
+  return hashGpuKey(name, pciBusId);
 }
 
 /** Failures after which the device must not be used. */
@@ -99,6 +107,27 @@ export class NvmlProvider implements TelemetryProvider {
     return samples;
   }
 
+  /** Each GPU's key, name, UUID and PCI bus id, for matching it to another driver's list (Vulkan).
+   *  A GPU whose handle, name or key cannot be read is left out. Throws NvmlCallError as sample(). */
+  gpuIdentities(): GpuIdentity[] {
+    const count = this.deviceCount();
+    const lib = this.lib;
+    const identities: GpuIdentity[] = [];
+    for (let index = 0; index < count; index++) {
+      const handle = lib.deviceHandle(index);
+      if (!handle.ok) continue;
+      const name = lib.name(handle.value);
+      if (!name.ok) continue;
+      const uuid = lib.uuid(handle.value);
+      const bus = lib.pciBusId(handle.value);
+      const uuidValue = uuid.ok && uuid.value !== '' ? uuid.value : null;
+      const busValue = bus.ok && bus.value !== null && bus.value !== '' ? bus.value : null;
+      const key = registryKeyOf(uuidValue, name.value, busValue);
+      if (key !== null) identities.push({ key, name: name.value, uuid: uuidValue, pciBusId: busValue });
+    }
+    return identities;
+  }
+
   close(): void {
     if (this.closed) return;
     this.closed = true;
@@ -126,8 +155,9 @@ export class NvmlProvider implements TelemetryProvider {
       // A GPU without a UUID: its key is a hash of its name and PCI bus id, stable across runs.
       const bus = lib.pciBusId(device);
       if (!bus.ok) return this.unusable(index, bus, nowUs);
-      if (bus.value === null || bus.value === '') return this.unusable(index, { ok: false, code: 3, name: 'NOT_SUPPORTED', call: 'nvmlDeviceGetPciInfo_v3', text: 'the GPU has neither a UUID nor a PCI bus id to key its registry by' }, nowUs);
-      key = hashGpuKey(name.value, bus.value);
+      const hashed = registryKeyOf(null, name.value, bus.value);
+      if (hashed === null) return this.unusable(index, { ok: false, code: 3, name: 'NOT_SUPPORTED', call: 'nvmlDeviceGetPciInfo_v3', text: 'the GPU has neither a UUID nor a PCI bus id to key its registry by' }, nowUs);
+      key = hashed;
     }
     this.keyByIndex.set(index, key);
     const keyCheck = checkGpuKey(key);

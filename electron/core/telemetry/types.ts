@@ -56,11 +56,25 @@ export class TelemetryError extends Error {
   }
 }
 
+/** What names a GPU to a driver other than NVML (Vulkan): its registry key and the facts the
+ *  key may not carry. */
+export interface GpuIdentity {
+  key: string;
+  name: string;
+  /** GPU-… or MIG-…; null when NVML gives none. */
+  uuid: string | null;
+  /** NVML's busId ("00000000:01:00.0"); null when NVML gives none. */
+  pciBusId: string | null;
+}
+
 export interface TelemetryProvider {
   readonly source: TelemetrySource;
   /** One sample of every device this provider sees. Throws TelemetryError when the provider as a
    *  whole fails; a single failing device is returned with health FAILED or UNKNOWN. */
   sample(): DeviceSample[];
+  /** The GPUs it sees, with their name, UUID and PCI bus id, in its order; only a provider that
+   *  knows real GPUs (NVML) has it. Throws as sample() does; a GPU that cannot be read is left out. */
+  gpuIdentities?(): GpuIdentity[];
   close(): void;
 }
 
