@@ -28,7 +28,7 @@ import { parseArgs } from 'node:util';
 import { loadRegistryHelper } from '../../native/helper.js';
 import { computeShares } from '../../electron/core/registry/shares.js';
 import { buildSchedule, stallBoundUs } from '../../electron/core/pacer/schedule.js';
-import { counterAt, gapsMs, median, rate, recoveredAtUs, round, summary } from './pacing-stats.js';
+import { counterAt, gapsMs, median, rate, recoveredAtUs, round, summary, textTable } from './pacing-stats.js';
 import { BUILTIN_HOST, BURN_ENGINE, CLI, ROOT, predictedTokens, readBurnOutput, type BurnOutput as BurnOutputFile } from '../fixtures/procs.js';
 
 type Mode = 'free' | 'coop' | 'gate' | 'static' | 'builtin-free' | 'builtin';
@@ -577,13 +577,11 @@ function table(results: ScenarioResult[]): string {
     r.recovery_s === undefined ? '' : r.recovery_s === null ? 'never' : r.recovery_s.toFixed(2),
     r.targets_met === undefined ? '' : r.targets_met ? 'met' : 'MISSED',
   ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? '').length)));
-  const line = (cells: string[]): string => cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
-  return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
+  return textTable(header, rows);
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, builtin: { type: 'boolean', default: false }, 'token-ms': { type: 'string' }, modes: { type: 'string' }, scenarios: { type: 'string' }, 'measure-s': { type: 'string' }, repeat: { type: 'string' }, gpu: { type: 'boolean', default: false }, 'llama-server': { type: 'boolean', default: false }, cores: { type: 'string' } } });
+  const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, builtin: { type: 'boolean', default: false }, 'token-ms': { type: 'string' }, modes: { type: 'string' }, scenarios: { type: 'string' }, 'measure-s': { type: 'string' }, repeat: { type: 'string' }, gpu: { type: 'boolean', default: false }, 'llama-server': { type: 'boolean', default: false }, cores: { type: 'string' }, 'resume-cost': { type: 'boolean', default: false } } });
   const repeat = values.repeat === undefined ? 1 : Number(values.repeat);
   if (!Number.isInteger(repeat) || repeat < 1 || repeat > 20) {
     console.error(`--repeat: must be a whole number of runs from 1 to 20 (got ${values.repeat})`);
@@ -598,7 +596,7 @@ async function main(): Promise<void> {
   }
   if (values.gpu || values['llama-server']) {
     const { llamaBenchMain } = await import('./pacing-llama.js');
-    process.exitCode = await llamaBenchMain({ device: values.gpu ? 'gpu' : 'cpu', modes: values.modes, scenarios: values.scenarios, measureS: values['measure-s'] === undefined ? undefined : MEASURE_S, repeat, json: values.json, cores: values.cores });
+    process.exitCode = await llamaBenchMain({ device: values.gpu ? 'gpu' : 'cpu', modes: values.modes, scenarios: values.scenarios, measureS: values['measure-s'] === undefined ? undefined : MEASURE_S, repeat, json: values.json, cores: values.cores, resumeCost: values['resume-cost'] });
     return;
   }
   const tokenMs = values['token-ms'] === undefined ? TOKEN_MS : Number(values['token-ms']);

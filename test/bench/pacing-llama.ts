@@ -26,7 +26,7 @@ import { buildSchedule, ownerAt, stallBoundUs, usUntilWindowEnd, type Schedule }
 import { writeGguf, type GgufSpec } from '../fixtures/gguf.js';
 import { LLAMA_SERVER_HINT, findLlamaServer, freePort, nvidiaSmiListsGpu, spawnLlamaServer, streamCompletion, waitHealthy, type LlamaServerArgs } from '../fixtures/llama-server.js';
 import { CLI, ROOT, predictedTokens } from '../fixtures/procs.js';
-import { costByWindowPosition, counterAt, gapsMs, median, rateOverWholeRequests, recoveredAtUs, round, summary, type WindowPositionCost } from './pacing-stats.js';
+import { costByWindowPosition, counterAt, gapsMs, median, rateOverWholeRequests, recoveredAtUs, round, summary, textTable, windowStartCost, type WindowPositionCost } from './pacing-stats.js';
 
 export type LlamaDevice = 'cpu' | 'gpu';
 export type LlamaMode = 'free' | 'naive' | 'gate';
@@ -173,6 +173,55 @@ interface Engine {
   streamed: number;
 }
 
+/** Starts one llama-server (behind `prefix`: taskset, `gpu-share run`) and waits until it is healthy. */
+async function startEngine(prefix: string[], server: string, args: LlamaServerArgs, supervised: boolean): Promise<Engine> {
+  const child = spawnLlamaServer(prefix, server, args);
+  let stderr = '';
+  child.stderr?.on('data', (d: Buffer) => {
+    stderr = (stderr + d.toString()).slice(-2000);
+  });
+  // taskset execs the server; under `gpu-share run` it is the supervisor's child (beside the
+  // supervisor's watchdog).
+  const serverPid = (): number | undefined => {
+    if (!supervised || child.pid === undefined) return child.pid;
+    return childrenOf(child.pid).find((pid) => !commOf(pid).startsWith('gpushare-watch'));
+  };
+  const engine: Engine = { child, port: args.port, serverPid, counter: [], tokens: [], requestStarts: [], client: null, streamed: 0 };
+  try {
+    await waitHealthy(args.port, child, 180_000);
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw new Error(`${error instanceof Error ? error.message : String(error)}\n${stderr}`);
+  }
+  return engine;
+}
+
+/** Stops every client, resumes and ends every engine (SIGTERM, SIGKILL after 5 s). */
+async function endEngines(engines: readonly Engine[]): Promise<void> {
+  for (const engine of engines) {
+    engine.client?.abort();
+    const pid = engine.serverPid();
+    if (pid !== undefined) {
+      try {
+        process.kill(pid, 'SIGCONT');
+      } catch {
+        // gone
+      }
+    }
+    engine.child.kill('SIGTERM');
+  }
+  await Promise.all(engines.map((e) => (e.child.exitCode !== null || e.child.signalCode !== null ? Promise.resolve() : new Promise<void>((resolve) => {
+    const timer = setTimeout(() => {
+      e.child.kill('SIGKILL');
+      resolve();
+    }, 5_000);
+    e.child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  }))));
+}
+
 function childrenOf(pid: number): number[] {
   try {
     return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
@@ -301,23 +350,7 @@ async function runOnce(options: LlamaBenchOptions, scenario: LlamaScenario, mode
         mode === 'gate'
           ? [...(pin ? ['taskset', '-c', String(harnessCore)] : []), process.execPath, CLI, 'run', '--gpu-key', gpuKey, '--weight', String(scenario.weights[i]), '--name', `e${i}`, '--activity-url', `http://127.0.0.1:${port}/metrics`, '--', ...enginePin]
           : enginePin;
-      const child = spawnLlamaServer(prefix, server, args);
-      let stderr = '';
-      child.stderr?.on('data', (d: Buffer) => {
-        stderr = (stderr + d.toString()).slice(-2000);
-      });
-      // taskset execs the server; under `gpu-share run` it is the supervisor's child (beside the
-      // supervisor's watchdog).
-      const serverPid = (): number | undefined => {
-        if (mode !== 'gate' || child.pid === undefined) return child.pid;
-        return childrenOf(child.pid).find((pid) => !commOf(pid).startsWith('gpushare-watch'));
-      };
-      engines.push({ child, port, serverPid, counter: [], tokens: [], requestStarts: [], client: null, streamed: 0 });
-      try {
-        await waitHealthy(port, child, 180_000);
-      } catch (error) {
-        throw new Error(`${error instanceof Error ? error.message : String(error)}\n${stderr}`);
-      }
+      engines.push(await startEngine(prefix, server, args, mode === 'gate'));
     }
     // Warm each engine alone (its first requests allocate and, on a GPU, capture graphs), then let
     // the registry see every engine idle.
@@ -411,28 +444,7 @@ async function runOnce(options: LlamaBenchOptions, scenario: LlamaScenario, mode
   } finally {
     if (sampler !== null) clearInterval(sampler);
     nvml?.close();
-    for (const engine of engines) {
-      engine.client?.abort();
-      const pid = engine.serverPid();
-      if (pid !== undefined) {
-        try {
-          process.kill(pid, 'SIGCONT');
-        } catch {
-          // gone
-        }
-      }
-      engine.child.kill('SIGTERM');
-    }
-    await Promise.all(engines.map((e) => (e.child.exitCode !== null || e.child.signalCode !== null ? Promise.resolve() : new Promise<void>((resolve) => {
-      const timer = setTimeout(() => {
-        e.child.kill('SIGKILL');
-        resolve();
-      }, 5_000);
-      e.child.once('exit', () => {
-        clearTimeout(timer);
-        resolve();
-      });
-    }))));
+    await endEngines(engines);
     try {
       helper.unlink(gpuKey);
     } catch {
@@ -501,9 +513,147 @@ export function llamaTable(results: readonly LlamaResult[]): string {
     f(r.release_s, 2),
     r.gpu_util_pct === null ? '—' : [r.gpu_util_pct.solo_before, r.gpu_util_pct.shared, r.gpu_util_pct.solo_after].map((u) => (u === null ? '—' : u.toFixed(0))).join(' / '),
   ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? '').length)));
-  const line = (cells: string[]): string => cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
-  return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
+  return textTable(header, rows);
+}
+
+/**
+ * The resume-cost probe (`--resume-cost`): what starting a window costs one engine, whoever does
+ * the stopping. Engine 0 decodes in windows of RESUME_WINDOW_MS and is stopped (SIGSTOP) for
+ * `stopMs` between them, the device idle meanwhile or, with `busy`, decoding for a second engine
+ * (as the other peers do at 2:1:1). Against the same engine unstopped (stopMs 0), a window's cost
+ * is the device time it lost (its length less what its tokens take unstopped) and, on the CPU,
+ * the CPU it spent beyond its tokens. A fixed cost c per window turns a 2:1 split of time into
+ * (2W − c)/(W − c) in tokens.
+ */
+export interface ResumeCostCase {
+  stopMs: number;
+  busy: boolean;
+}
+
+export const RESUME_WINDOW_MS = 40;
+export const RESUME_COST_CASES: readonly ResumeCostCase[] = [
+  { stopMs: 0, busy: false },
+  { stopMs: 40, busy: false },
+  { stopMs: 120, busy: false },
+  { stopMs: 360, busy: false },
+  { stopMs: 120, busy: true },
+];
+/** Seconds engine 0 runs in each case (the interval is longer by the stops): a few whole requests
+ *  on the CPU, so that a token's place in its request (its cost grows with it) averages out. */
+export const RESUME_RUNNING_S: Readonly<Record<LlamaDevice, number>> = { cpu: 6, gpu: 2 };
+
+export interface ResumeCostResult {
+  stop_ms: number;
+  busy: boolean;
+  window_ms: number;
+  interval_s: number;
+  tokens: number;
+  /** Windows in the interval (null unstopped). */
+  windows: number | null;
+  tokens_per_window: number | null;
+  /** Tokens per second of engine 0's own running time. */
+  tokps_running: number;
+  cpu_ms_per_token: number | null;
+  window_ms_per_token: WindowPositionCost | null;
+  lost_ms_per_window: number | null;
+  extra_cpu_ms_per_window: number | null;
+}
+
+async function resumeCostOnce(options: LlamaBenchOptions, model: string, c: ResumeCostCase): Promise<Omit<ResumeCostResult, 'lost_ms_per_window' | 'extra_cpu_ms_per_window'>> {
+  const { device, server } = options;
+  const config = LLAMA_MODELS[device];
+  const helper = loadRegistryHelper();
+  const wallUs = (): number => helper.wallUs();
+  const pin = device === 'cpu';
+  const engines: Engine[] = [];
+  try {
+    for (let i = 0; i < (c.busy ? 2 : 1); i++) {
+      const port = await freePort();
+      const args: LlamaServerArgs = { model, port, ctx: config.ctx, threads: pin ? 1 : 4, gpuLayers: device === 'gpu' ? 999 : 0 };
+      engines.push(await startEngine(pin ? ['taskset', '-c', String(options.cores.engine)] : [], server, args, false));
+    }
+    for (const engine of engines) await streamCompletion(engine.port, Math.min(200, config.requestTokens), wallUs);
+    const windowUs = RESUME_WINDOW_MS * 1000;
+    const stopUs = c.stopMs * 1000;
+    // Slot 0 is engine 0's window; slot 1 the stop (the second engine's window when busy).
+    const schedule: Schedule = {
+      periodUs: windowUs + stopUs,
+      windows: [
+        { slot: 0, share: 0, windowShare: 0, startUs: 0, lengthUs: windowUs },
+        ...(stopUs > 0 ? [{ slot: 1, share: 0, windowShare: 0, startUs: windowUs, lengthUs: stopUs }] : []),
+      ],
+    };
+    for (const engine of engines) startClient(engine, config.requestTokens, wallUs);
+    const e0 = engines[0];
+    if (e0 === undefined) throw new Error('no engine');
+    let stopPacer: (() => void) | null = null;
+    if (stopUs > 0) {
+      const pids = engines.map((e) => e.serverPid() ?? -1);
+      if (pids.some((p) => p < 0)) throw new Error('a server pid is unknown');
+      stopPacer = naivePacer(pids, schedule, wallUs);
+    }
+    const fromUs = Math.ceil((wallUs() + 1e6) / schedule.periodUs) * schedule.periodUs;
+    const windows = Math.max(1, Math.round((RESUME_RUNNING_S[device] * 1e6) / windowUs));
+    const toUs = fromUs + windows * schedule.periodUs;
+    await sleep((fromUs - wallUs()) / 1000);
+    const cpuFrom = pin ? treeCpuUs(e0.serverPid() ?? -1) : 0;
+    await sleep((toUs - wallUs()) / 1000);
+    const cpuTo = pin ? treeCpuUs(e0.serverPid() ?? -1) : 0;
+    await sleep(250);
+    stopPacer?.();
+    for (const engine of engines) stopClient(engine, wallUs);
+    const x = counterAt(e0.counter, fromUs);
+    const y = counterAt(e0.counter, toUs);
+    if (x === null || y === null) throw new Error(`engine on port ${e0.port}: its token count does not span the interval`);
+    const tokens = Math.round(y - x);
+    const runningS = stopUs > 0 ? (windows * windowUs) / 1e6 : (toUs - fromUs) / 1e6;
+    return {
+      stop_ms: c.stopMs,
+      busy: c.busy,
+      window_ms: RESUME_WINDOW_MS,
+      interval_s: round((toUs - fromUs) / 1e6, 1),
+      tokens,
+      windows: stopUs > 0 ? windows : null,
+      tokens_per_window: stopUs > 0 ? round(tokens / windows, 2) : null,
+      tokps_running: round(tokens / runningS, 1),
+      cpu_ms_per_token: pin ? round((cpuTo - cpuFrom) / 1000 / Math.max(1, tokens), 2) : null,
+      window_ms_per_token: stopUs > 0 ? costByWindowPosition(e0.tokens, schedule, 0, fromUs, toUs) : null,
+    };
+  } finally {
+    await endEngines(engines);
+  }
+}
+
+/** Every case, then each stopped case's cost per window against the unstopped one. */
+export async function runResumeCost(options: LlamaBenchOptions): Promise<ResumeCostResult[]> {
+  const model = llamaBenchModel(options.device);
+  const measured: Omit<ResumeCostResult, 'lost_ms_per_window' | 'extra_cpu_ms_per_window'>[] = [];
+  for (const c of RESUME_COST_CASES) {
+    const result = await resumeCostOnce(options, model, c);
+    options.log(`  stopped ${String(c.stopMs).padStart(3)} ms${c.busy ? ' (device busy)' : ' (device idle)'}: ${result.tokps_running} tok/s while running, ${result.tokens_per_window ?? '—'} tokens per ${RESUME_WINDOW_MS} ms window, ${result.cpu_ms_per_token ?? '—'} CPU ms per token`);
+    measured.push(result);
+  }
+  const unstopped = measured.find((r) => r.stop_ms === 0);
+  return measured.map((r) => {
+    const cost = unstopped === undefined || r.windows === null ? null : windowStartCost({ windowMs: r.window_ms, windows: r.windows, tokens: r.tokens, cpuMs: r.cpu_ms_per_token === null ? null : r.cpu_ms_per_token * r.tokens }, { msPerToken: 1000 / unstopped.tokps_running, cpuMsPerToken: unstopped.cpu_ms_per_token });
+    return { ...r, lost_ms_per_window: cost?.lostMsPerWindow ?? null, extra_cpu_ms_per_window: cost?.extraCpuMsPerWindow ?? null };
+  });
+}
+
+export function resumeCostTable(results: readonly ResumeCostResult[]): string {
+  const header = ['stopped ms', 'device meanwhile', 'interval s', 'tok/s running', 'tokens / window', 'ms/tok in window 1st/2nd/rest', 'CPU ms/tok', 'lost ms / window', 'extra CPU ms / window'];
+  const rows = results.map((r) => [
+    String(r.stop_ms),
+    r.stop_ms === 0 ? '— (never stopped)' : r.busy ? 'busy (2nd engine)' : 'idle',
+    String(r.interval_s),
+    String(r.tokps_running),
+    r.tokens_per_window === null ? '—' : String(r.tokens_per_window),
+    r.window_ms_per_token === null ? '—' : `${r.window_ms_per_token.first ?? '—'}/${r.window_ms_per_token.second ?? '—'}/${r.window_ms_per_token.rest ?? '—'}`,
+    r.cpu_ms_per_token === null ? '—' : String(r.cpu_ms_per_token),
+    r.lost_ms_per_window === null ? '—' : String(r.lost_ms_per_window),
+    r.extra_cpu_ms_per_window === null ? '—' : String(r.extra_cpu_ms_per_window),
+  ]);
+  return textTable(header, rows);
 }
 
 export async function runLlamaBench(options: LlamaBenchOptions): Promise<LlamaResult[]> {
@@ -550,6 +700,8 @@ export interface LlamaMainArgs {
   json: boolean;
   /** CPU: "ENGINE,HARNESS" cores (default 0,1). */
   cores?: string | undefined;
+  /** The resume-cost probe instead of the scenarios. */
+  resumeCost?: boolean | undefined;
 }
 
 /** `bench:pacing --llama-server` and `--gpu`: the exit code (2, with one line, when the machine
@@ -584,14 +736,29 @@ export async function llamaBenchMain(args: LlamaMainArgs): Promise<number> {
   log(`pacing benchmark on llama-server (${server}), ${args.device === 'gpu' ? `GPU: ${gpu}, all layers offloaded` : `all engines on core ${engineCore}, the rest on core ${harnessCore}`}; model E${model.spec.embedding}/L${model.spec.layers}/FF${model.spec.feedForward} ${model.spec.type}${model.sparse ? ' (sparse: zero weights)' : ''}, ${model.requestTokens}-token requests`);
   if (args.device === 'gpu' && !builtinCudaInstalled()) log('coop: skipped: the built-in engine\'s CUDA build (node-llama-cpp) is not installed here');
   const started = Date.now();
-  const file = args.device === 'gpu' ? 'pacing-gpu.json' : 'pacing-llama-server.json';
   const outDir = join(ROOT, 'bench-results');
+  const options = { device: args.device, server, modes, scenarios: LLAMA_SCENARIOS.filter((s) => names.includes(s.name)), measureS: args.measureS ?? LLAMA_MEASURE_S[args.device], repeat: args.repeat, cores: { engine: engineCore, harness: harnessCore }, log };
+  if (args.resumeCost === true) {
+    const results = await runResumeCost(options);
+    const file = `resume-cost-${args.device === 'gpu' ? 'gpu' : 'llama-server'}.json`;
+    const report = { benchmark: `resume-cost-${args.device === 'gpu' ? 'gpu' : 'llama-server'}`, date: new Date().toISOString(), server, gpu, model: { ...model.spec, sparse: model.sparse, ctx: model.ctx, request_tokens: model.requestTokens }, duration_s: round((Date.now() - started) / 1000, 1), cases: results };
+    mkdirSync(outDir, { recursive: true });
+    writeFileSync(join(outDir, file), `${JSON.stringify(report, null, 2)}\n`);
+    if (args.json) process.stdout.write(`${JSON.stringify(report)}\n`);
+    else {
+      console.log('');
+      console.log(resumeCostTable(results));
+      console.log(`\none engine decoding in ${RESUME_WINDOW_MS} ms windows, stopped (SIGSTOP) between them; lost ms / window = the window's length less what its tokens take unstopped; extra CPU = CPU per window beyond its tokens' unstopped cost.\nA fixed cost c per window makes a 2:1 split of time read (80 − c)/(40 − c) in tokens: c = 1 ms → 2.03, c = 5 ms → 2.14, c = 10 ms → 2.33.\n${report.duration_s} s; wrote bench-results/${file}`);
+    }
+    return 0;
+  }
+  const file = args.device === 'gpu' ? 'pacing-gpu.json' : 'pacing-llama-server.json';
   const reportOf = (results: readonly LlamaResult[], complete: boolean) => ({ benchmark: `pacing-${args.device === 'gpu' ? 'gpu' : 'llama-server'}`, date: new Date().toISOString(), server, gpu, model: { ...model.spec, sparse: model.sparse, ctx: model.ctx, request_tokens: model.requestTokens }, repeat: args.repeat, duration_s: round((Date.now() - started) / 1000, 1), complete, scenarios: results });
   const write = (results: readonly LlamaResult[], complete: boolean): void => {
     mkdirSync(outDir, { recursive: true });
     writeFileSync(join(outDir, file), `${JSON.stringify(reportOf(results, complete), null, 2)}\n`);
   };
-  const results = await runLlamaBench({ device: args.device, server, modes, scenarios: LLAMA_SCENARIOS.filter((s) => names.includes(s.name)), measureS: args.measureS ?? LLAMA_MEASURE_S[args.device], repeat: args.repeat, cores: { engine: engineCore, harness: harnessCore }, log, onScenario: (so) => write(so, false) });
+  const results = await runLlamaBench({ ...options, onScenario: (so) => write(so, false) });
   const seconds = round((Date.now() - started) / 1000, 1);
   write(results, true);
   const report = reportOf(results, true);

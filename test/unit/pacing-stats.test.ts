@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { costByWindowPosition, rate, rateOverWholeRequests } from '../../test/bench/pacing-stats.js';
+import { costByWindowPosition, rate, rateOverWholeRequests, windowStartCost } from '../../test/bench/pacing-stats.js';
 
 // 2:1 over a 120 ms period: slot 0 owns [0, 80) ms, slot 1 [80, 120) ms.
 const schedule = { periodUs: 120_000, windows: [{ slot: 0, startUs: 0, lengthUs: 80_000 }, { slot: 1, startUs: 80_000, lengthUs: 40_000 }] };
@@ -65,5 +65,18 @@ describe('rateOverWholeRequests', () => {
     expect(rateOverWholeRequests(starts, 1e6, 7e6)).toEqual({ tokps: 40, requests: 2 });
     expect(rateOverWholeRequests(starts, 1e6, 4e6)).toBeNull();
     expect(rateOverWholeRequests([], 0, 1e6)).toBeNull();
+  });
+});
+
+describe('windowStartCost', () => {
+  it('reads a fixed cost per window from the tokens a window held and the CPU they took', () => {
+    // 40 ms windows, 6 ms tokens unstopped (5 ms of CPU each); every window loses 10 ms: 5 tokens.
+    const cost = windowStartCost({ windowMs: 40, windows: 100, tokens: 500, cpuMs: 100 * 40 }, { msPerToken: 6, cpuMsPerToken: 5 });
+    expect(cost).toEqual({ lostMsPerWindow: 10, extraCpuMsPerWindow: 15 });
+  });
+
+  it('reads nothing lost where windows hold what the unstopped rate does, and no CPU figure without one', () => {
+    expect(windowStartCost({ windowMs: 40, windows: 10, tokens: 80, cpuMs: null }, { msPerToken: 5, cpuMsPerToken: null })).toEqual({ lostMsPerWindow: 0, extraCpuMsPerWindow: null });
+    expect(windowStartCost({ windowMs: 40, windows: 0, tokens: 0, cpuMs: 0 }, { msPerToken: 5, cpuMsPerToken: 4 })).toBeNull();
   });
 });
