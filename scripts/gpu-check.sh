@@ -8,6 +8,10 @@
 #   scripts/gpu-check.sh check OUTDIR
 #       the NVML checks (test/fixtures/gpu-checks.ts) and `bench:pacing --gpu`
 #   scripts/gpu-check.sh all OUTDIR [--source …]    both, one after the other
+#   scripts/gpu-check.sh resume OUTDIR
+#       optional, ~2 minutes: what starting a window costs one CUDA llama-server
+#       (`bench:pacing --gpu --resume-cost`), the figure that explains a token split leaning
+#       toward the larger window
 # Needs Node (node on PATH, or $NODE), a C compiler, CMake and the CUDA toolkit, and this project
 # built (npm run build). A part that fails is recorded and the rest still runs; the exit code is
 # 2 without a GPU (one line), 1 when anything failed, 0 otherwise.
@@ -16,8 +20,8 @@ cd "$(dirname "$0")/.." || exit 2
 part=${1:-}
 out=${2:-}
 shift 2 2>/dev/null || true
-if [ "$part" != build ] && [ "$part" != check ] && [ "$part" != all ] || [ -z "$out" ]; then
-  echo "usage: scripts/gpu-check.sh build|check|all OUTDIR [--source llama.cpp.tar.xz]" >&2
+if [ "$part" != build ] && [ "$part" != check ] && [ "$part" != all ] && [ "$part" != resume ] || [ -z "$out" ]; then
+  echo "usage: scripts/gpu-check.sh build|check|all|resume OUTDIR [--source llama.cpp.tar.xz]" >&2
   exit 2
 fi
 node=${NODE:-node}
@@ -82,5 +86,11 @@ if [ "$part" = check ] || [ "$part" = all ]; then
   step "bench:pacing --gpu" $((budget - (SECONDS - check_started))) "$out/bench-gpu.log" "$node" dist/test/bench/pacing-bench.js --gpu ${BENCH_ARGS:-}
   [ -f bench-results/pacing-gpu.json ] && cp bench-results/pacing-gpu.json "$out/"
   tail -25 "$out/bench-gpu.log"
+fi
+
+if [ "$part" = resume ]; then
+  step "bench:pacing --gpu --resume-cost" "$budget" "$out/resume-cost.log" "$node" dist/test/bench/pacing-bench.js --gpu --resume-cost
+  [ -f bench-results/resume-cost-gpu.json ] && cp bench-results/resume-cost-gpu.json "$out/"
+  tail -12 "$out/resume-cost.log"
 fi
 exit $failed
