@@ -26,7 +26,7 @@ import { buildSchedule, ownerAt, stallBoundUs, usUntilWindowEnd, type Schedule }
 import { writeGguf, type GgufSpec } from '../fixtures/gguf.js';
 import { LLAMA_SERVER_HINT, findLlamaServer, freePort, nvidiaSmiListsGpu, spawnLlamaServer, streamCompletion, waitHealthy, type LlamaServerArgs } from '../fixtures/llama-server.js';
 import { CLI, ROOT, predictedTokens } from '../fixtures/procs.js';
-import { costByWindowPosition, counterAt, gapsMs, median, rateOverWholeRequests, recoveredAtUs, round, summary, textTable, windowStartCost, type WindowPositionCost } from './pacing-stats.js';
+import { costByWindowPosition, counterAt, gapsMs, median, rateOverWholeRequests, releasedAtUs, round, summary, textTable, windowStartCost, type WindowPositionCost } from './pacing-stats.js';
 
 export type LlamaDevice = 'cpu' | 'gpu';
 export type LlamaMode = 'free' | 'naive' | 'gate';
@@ -45,23 +45,26 @@ export const LLAMA_SCENARIOS: readonly LlamaScenario[] = [
   { name: '2:1:1', weights: [2, 1, 1], measureFactor: 2 },
 ];
 
-/** What each device runs. CPU: ~6 ms tokens on one core (E1024/L8 q8_0, ~110 MB, random
- *  weights) in 400-token requests. A token's cost grows with its place in the request (attention
- *  over the context: the 350th–400th cost 31 % more than the first 50), which short requests would
- *  average out, but they make every request's own costs (prompt, slot, the client's turnaround
- *  while its engine is stopped) decide the split instead: 50-token requests read 2.45 and 2.76 at
- *  2:1 and 2:1:1, at 90 and 81 % of solo (pacer NOTES.md). GPU: 2.4 GB of f16 weights (E4096/L6,
- *  FF 11008) that every token streams from HBM, where the context adds ~4 % by the 1000th token. */
+/** What each device runs. CPU: a model whose weights stay in the core's caches while the others
+ *  run (E256/L4 q8_0, 3.7 MB; ~0.7 ms tokens on one core), as a GPU keeps each engine's weights
+ *  in its own memory: with E1024/L8 q8_0 (155 MB) every engine's working set evicted the others',
+ *  a window after another engine's lost ~25 ms of 40 on the 2-core VM CI runs on
+ *  (`--resume-cost`), and an exact 2:1 of time read 2.86 in tokens; with this one a window loses
+ *  nothing measurable. 400-token requests: a token's cost grows with its place in the request
+ *  (attention over the context), which whole requests average out (the whole-request split);
+ *  short requests would make every request's own costs decide the split instead (pacer NOTES.md).
+ *  GPU: 2.4 GB of f16 weights (E4096/L6, FF 11008) that every token streams from HBM, where the
+ *  context adds ~4 % by the 1000th token. */
 export const LLAMA_MODELS: Readonly<Record<LlamaDevice, { spec: GgufSpec; sparse: boolean; ctx: number; requestTokens: number }>> = {
-  cpu: { spec: { embedding: 1024, layers: 8, contextLength: 2048, feedForward: 2816, heads: 8, vocab: 512, type: 'q8_0', seed: 5 }, sparse: false, ctx: 1024, requestTokens: 400 },
+  cpu: { spec: { embedding: 256, layers: 4, contextLength: 2048, feedForward: 704, heads: 8, vocab: 512, type: 'q8_0', seed: 5 }, sparse: false, ctx: 1024, requestTokens: 400 },
   gpu: { spec: { embedding: 4096, layers: 6, contextLength: 4096, feedForward: 11008, heads: 32, vocab: 512, type: 'f16', seed: 1 }, sparse: true, ctx: 2048, requestTokens: 1000 },
 };
 
-/** Seconds measured per scenario unless --measure-s says otherwise. CPU: long enough that the
- *  slowest engine (a quarter of the core at 2:1:1, ~12 s per 400-token request) finishes several
- *  whole requests, over which the token split is read without the bias of where the interval cut
- *  them. GPU: the one-part check's budget (5 minutes for every scenario and mode). */
-export const LLAMA_MEASURE_S: Readonly<Record<LlamaDevice, number>> = { cpu: 30, gpu: 3 };
+/** Seconds measured per scenario unless --measure-s says otherwise (2:1:1 twice as long). CPU:
+ *  the slowest engine (a quarter of the core at 2:1:1, ~1.2 s per 400-token request) finishes
+ *  tens of whole requests, over which the token split is read without the bias of where the
+ *  interval cut them. GPU: the one-part check's budget (5 minutes for every scenario and mode). */
+export const LLAMA_MEASURE_S: Readonly<Record<LlamaDevice, number>> = { cpu: 15, gpu: 3 };
 
 export interface LlamaBenchOptions {
   device: LlamaDevice;
@@ -115,7 +118,9 @@ export interface LlamaResult {
   itl_max_ms: number[];
   itl_p50_ms: number;
   bound_ms: number[];
-  /** Seconds from the others' stop until engine 0 decoded at ≥ 95 % of its solo rate. */
+  /** Gate: seconds from the others' stop until engine 0 was last held for their windows (they
+   *  hold them until their slots go idle); null unpaced and under the naive loop, which stops
+   *  with the interval. */
   release_s: number | null;
   /** NVML's GPU utilisation, mean of the samples in each phase (GPU only). */
   gpu_util_pct: PhaseUtilization | null;
@@ -410,7 +415,10 @@ async function runOnce(options: LlamaBenchOptions, scenario: LlamaScenario, mode
     const cpuPct = pin ? cpuUs.map((c) => round((c / (toUs - fromUs)) * 100, 1)) : null;
     const perTokenMs = pin ? cpuUs.map((c, i) => round(c / 1000 / Math.max(1, (tokps[i] ?? 0) * ((toUs - fromUs) / 1e6)), 2)) : null;
     const itl = engines.map((e) => summary(gapsMs(e.tokens, fromUs, toUs)));
-    const released = recoveredAtUs(e0.tokens, stopUs, solo);
+    // Held for the others' windows until their slots go idle (the activity window): the gate only;
+    // free never holds, and the naive loop stops with the interval.
+    const othersShortestWindowUs = Math.min(...schedule.windows.filter((w) => w.slot !== 0).map((w) => w.lengthUs));
+    const released = mode === 'gate' ? releasedAtUs(e0.tokens, stopUs, othersShortestWindowUs / 2, schedule.periodUs) : null;
     const ratio = (a: number | null | undefined, b: number | null | undefined): number | null => (a !== undefined && a !== null && b !== undefined && b !== null && b > 0 ? round(a / b, 3) : null);
     const whole = engines.map((e) => rateOverWholeRequests(e.requestStarts, fromUs, toUs));
     const wholeTokps = whole.map((w) => (w === null ? null : round(w.tokps, 1)));
@@ -557,9 +565,11 @@ export interface ResumeCostResult {
   window_ms_per_token: WindowPositionCost | null;
   lost_ms_per_window: number | null;
   extra_cpu_ms_per_window: number | null;
+  /** The window's length less its tokens at the window's own later cadence. */
+  start_ms_per_window: number | null;
 }
 
-async function resumeCostOnce(options: LlamaBenchOptions, model: string, c: ResumeCostCase): Promise<Omit<ResumeCostResult, 'lost_ms_per_window' | 'extra_cpu_ms_per_window'>> {
+async function resumeCostOnce(options: LlamaBenchOptions, model: string, c: ResumeCostCase): Promise<Omit<ResumeCostResult, 'lost_ms_per_window' | 'extra_cpu_ms_per_window' | 'start_ms_per_window'>> {
   const { device, server } = options;
   const config = LLAMA_MODELS[device];
   const helper = loadRegistryHelper();
@@ -627,7 +637,7 @@ async function resumeCostOnce(options: LlamaBenchOptions, model: string, c: Resu
 /** Every case, then each stopped case's cost per window against the unstopped one. */
 export async function runResumeCost(options: LlamaBenchOptions): Promise<ResumeCostResult[]> {
   const model = llamaBenchModel(options.device);
-  const measured: Omit<ResumeCostResult, 'lost_ms_per_window' | 'extra_cpu_ms_per_window'>[] = [];
+  const measured: Omit<ResumeCostResult, 'lost_ms_per_window' | 'extra_cpu_ms_per_window' | 'start_ms_per_window'>[] = [];
   for (const c of RESUME_COST_CASES) {
     const result = await resumeCostOnce(options, model, c);
     options.log(`  stopped ${String(c.stopMs).padStart(3)} ms${c.busy ? ' (device busy)' : ' (device idle)'}: ${result.tokps_running} tok/s while running, ${result.tokens_per_window ?? '—'} tokens per ${RESUME_WINDOW_MS} ms window, ${result.cpu_ms_per_token ?? '—'} CPU ms per token`);
@@ -635,13 +645,13 @@ export async function runResumeCost(options: LlamaBenchOptions): Promise<ResumeC
   }
   const unstopped = measured.find((r) => r.stop_ms === 0);
   return measured.map((r) => {
-    const cost = unstopped === undefined || r.windows === null ? null : windowStartCost({ windowMs: r.window_ms, windows: r.windows, tokens: r.tokens, cpuMs: r.cpu_ms_per_token === null ? null : r.cpu_ms_per_token * r.tokens }, { msPerToken: 1000 / unstopped.tokps_running, cpuMsPerToken: unstopped.cpu_ms_per_token });
-    return { ...r, lost_ms_per_window: cost?.lostMsPerWindow ?? null, extra_cpu_ms_per_window: cost?.extraCpuMsPerWindow ?? null };
+    const cost = unstopped === undefined || r.windows === null ? null : windowStartCost({ windowMs: r.window_ms, windows: r.windows, tokens: r.tokens, cpuMs: r.cpu_ms_per_token === null ? null : r.cpu_ms_per_token * r.tokens, restMsPerToken: r.window_ms_per_token?.rest ?? null }, { msPerToken: 1000 / unstopped.tokps_running, cpuMsPerToken: unstopped.cpu_ms_per_token });
+    return { ...r, lost_ms_per_window: cost?.lostMsPerWindow ?? null, extra_cpu_ms_per_window: cost?.extraCpuMsPerWindow ?? null, start_ms_per_window: cost?.startMsPerWindow ?? null };
   });
 }
 
 export function resumeCostTable(results: readonly ResumeCostResult[]): string {
-  const header = ['stopped ms', 'device meanwhile', 'interval s', 'tok/s running', 'tokens / window', 'ms/tok in window 1st/2nd/rest', 'CPU ms/tok', 'lost ms / window', 'extra CPU ms / window'];
+  const header = ['stopped ms', 'device meanwhile', 'interval s', 'tok/s running', 'tokens / window', 'ms/tok in window 1st/2nd/rest', 'CPU ms/tok', 'lost ms / window', 'extra CPU ms / window', 'start ms / window'];
   const rows = results.map((r) => [
     String(r.stop_ms),
     r.stop_ms === 0 ? '— (never stopped)' : r.busy ? 'busy (2nd engine)' : 'idle',
@@ -652,6 +662,7 @@ export function resumeCostTable(results: readonly ResumeCostResult[]): string {
     r.cpu_ms_per_token === null ? '—' : String(r.cpu_ms_per_token),
     r.lost_ms_per_window === null ? '—' : String(r.lost_ms_per_window),
     r.extra_cpu_ms_per_window === null ? '—' : String(r.extra_cpu_ms_per_window),
+    r.start_ms_per_window === null ? '—' : String(r.start_ms_per_window),
   ]);
   return textTable(header, rows);
 }
@@ -671,7 +682,7 @@ export async function runLlamaBench(options: LlamaBenchOptions): Promise<LlamaRe
           continue;
         }
         byMode.set(mode, [...(byMode.get(mode) ?? []), result]);
-        options.log(`  ${scenario.name.padEnd(6)} ${mode.padEnd(5)}${options.repeat > 1 ? ` run ${run + 1}/${options.repeat}` : ''} tok/s ${result.tokps.join(' / ')}  tokens ${result.ratio ?? '—'} (whole requests ${result.ratio_whole_requests ?? '—'}, ${result.whole_requests.join('/')})${result.cpu_ratio !== null ? `  time ${result.cpu_ratio}` : ''}${result.equal_pair_ratio !== null ? `  pair ${result.equal_pair_ratio}` : ''}  agg ${result.aggregate_pct_of_solo}% of ${result.solo_tokps} (${result.solo_before_after_tokps.join(' → ')})  max gap ${result.itl_max_ms.join('/')} ms (bound ${result.bound_ms.join('/')})  release ${result.release_s ?? 'never'} s${result.gpu_util_pct ? `  GPU ${result.gpu_util_pct.solo_before}/${result.gpu_util_pct.shared}/${result.gpu_util_pct.solo_after} %` : ''}`);
+        options.log(`  ${scenario.name.padEnd(6)} ${mode.padEnd(5)}${options.repeat > 1 ? ` run ${run + 1}/${options.repeat}` : ''} tok/s ${result.tokps.join(' / ')}  tokens ${result.ratio ?? '—'} (whole requests ${result.ratio_whole_requests ?? '—'}, ${result.whole_requests.join('/')})${result.cpu_ratio !== null ? `  time ${result.cpu_ratio}` : ''}${result.equal_pair_ratio !== null ? `  pair ${result.equal_pair_ratio}` : ''}  agg ${result.aggregate_pct_of_solo}% of ${result.solo_tokps} (${result.solo_before_after_tokps.join(' → ')})  max gap ${result.itl_max_ms.join('/')} ms (bound ${result.bound_ms.join('/')})  release ${result.release_s ?? '—'} s${result.gpu_util_pct ? `  GPU ${result.gpu_util_pct.solo_before}/${result.gpu_util_pct.shared}/${result.gpu_util_pct.solo_after} %` : ''}`);
       }
     }
     for (const runs of byMode.values()) results.push(medianOfRuns(runs));
@@ -748,7 +759,7 @@ export async function llamaBenchMain(args: LlamaMainArgs): Promise<number> {
     else {
       console.log('');
       console.log(resumeCostTable(results));
-      console.log(`\none engine decoding in ${RESUME_WINDOW_MS} ms windows, stopped (SIGSTOP) between them; lost ms / window = the window's length less what its tokens take unstopped; extra CPU = CPU per window beyond its tokens' unstopped cost.\nA fixed cost c per window makes a 2:1 split of time read (80 − c)/(40 − c) in tokens: c = 1 ms → 2.03, c = 5 ms → 2.14, c = 10 ms → 2.33.\n${report.duration_s} s; wrote bench-results/${file}`);
+      console.log(`\none engine decoding in ${RESUME_WINDOW_MS} ms windows, stopped (SIGSTOP) between them; lost ms / window = the window's length less what its tokens take unstopped; extra CPU = CPU per window beyond its tokens' unstopped cost; start ms / window = the window's length less its tokens at its own later cadence (what starting it costs, whatever the machine's speed did since the unstopped run).\nA fixed cost c per window makes a 2:1 split of time read (80 − c)/(40 − c) in tokens: c = 1 ms → 2.03, c = 5 ms → 2.14, c = 10 ms → 2.33.\n${report.duration_s} s; wrote bench-results/${file}`);
     }
     return 0;
   }
@@ -766,7 +777,7 @@ export async function llamaBenchMain(args: LlamaMainArgs): Promise<number> {
   else {
     console.log('');
     console.log(llamaTable(results));
-    console.log(`\ntoken split = engine 0's tok/s over engine 1's (the servers' own counts) over the measured interval; whole req = the same over the whole requests each engine started inside it (n: request cycles per engine); time split = the same for CPU time of each engine's process tree (CPU only); 2:1:1 pair = engine 2 over engine 1;\nsolo = engine 0 alone before the others start and after they stop; bound = (1 − share)·period; release = from the others' stop until engine 0 is back at 95 % of solo;\nms/tok in window = per engine, wall ms per token by its place in its own windows (1st: from the window's start), paced modes only`);
+    console.log(`\ntoken split = engine 0's tok/s over engine 1's (the servers' own counts) over the measured interval; whole req = the same over the whole requests each engine started inside it (n: request cycles per engine); time split = the same for CPU time of each engine's process tree (CPU only); 2:1:1 pair = engine 2 over engine 1;\nsolo = engine 0 alone before the others start and after they stop; bound = (1 − share)·period; release = from the others' stop until engine 0 was last held for their windows (gate only);\nms/tok in window = per engine, wall ms per token by its place in its own windows (1st: from the window's start), paced modes only`);
     if (args.repeat > 1) console.log(`every figure is the median of ${args.repeat} runs (each run's in the JSON, under "runs")`);
     console.log(`${seconds} s; wrote bench-results/${file}`);
   }

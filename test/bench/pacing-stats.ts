@@ -50,6 +50,30 @@ export function recoveredAtUs(tokens: number[], fromUs: number, soloTokps: numbe
   return null;
 }
 
+/**
+ * When an engine stopped being held after the others went idle: the end of the last gap between
+ * its tokens that is a hold (at least `holdUs`: half the shortest window of the others, which no
+ * token of a running engine takes), chained from `fromUs`: the first hold starts within
+ * `periodUs` · 1.5 of it and every next one within that of the previous hold's end, so one stall
+ * of the machine later on is not read as pacing. `fromUs` itself when no hold follows. Unlike a
+ * rate against the solo rate, it does not depend on the solo rate being measured in the same state
+ * of a machine whose speed moves by a third from one minute to the next. Pure.
+ */
+export function releasedAtUs(tokens: readonly number[], fromUs: number, holdUs: number, periodUs: number): number {
+  const after = tokens.filter((t) => t >= fromUs).sort((a, b) => a - b);
+  const reach = 1.5 * periodUs;
+  let releasedAt = fromUs;
+  let previous = fromUs;
+  for (const t of after) {
+    if (t - previous >= holdUs) {
+      if (previous - releasedAt > reach) break;
+      releasedAt = t;
+    }
+    previous = t;
+  }
+  return releasedAt;
+}
+
 export const median = (values: readonly number[]): number => {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
@@ -134,6 +158,10 @@ export interface WindowStartCost {
   lostMsPerWindow: number;
   /** CPU only: CPU ms per window beyond what its tokens cost unstopped (null without CPU figures). */
   extraCpuMsPerWindow: number | null;
+  /** The window's length less its tokens at the window's own later cadence: the cost of starting
+   *  it alone, which does not move with the machine's speed between this run and the unstopped
+   *  one (null without that cadence). */
+  startMsPerWindow: number | null;
 }
 
 /**
@@ -142,11 +170,12 @@ export interface WindowStartCost {
  * window weighs on a short window more than on a long one (40 ms less 10 ms is 30 ms of tokens,
  * 80 ms less 10 ms is 70 ms): a 2:1 split of time then reads 2.33 in tokens. Pure.
  */
-export function windowStartCost(run: { windowMs: number; windows: number; tokens: number; cpuMs: number | null }, unstopped: { msPerToken: number; cpuMsPerToken: number | null }): WindowStartCost | null {
+export function windowStartCost(run: { windowMs: number; windows: number; tokens: number; cpuMs: number | null; restMsPerToken?: number | null }, unstopped: { msPerToken: number; cpuMsPerToken: number | null }): WindowStartCost | null {
   if (run.windows <= 0 || !(unstopped.msPerToken > 0)) return null;
   const perWindow = run.tokens / run.windows;
   return {
     lostMsPerWindow: round(run.windowMs - perWindow * unstopped.msPerToken, 2),
     extraCpuMsPerWindow: run.cpuMs === null || unstopped.cpuMsPerToken === null ? null : round((run.cpuMs - run.tokens * unstopped.cpuMsPerToken) / run.windows, 2),
+    startMsPerWindow: run.restMsPerToken === undefined || run.restMsPerToken === null ? null : round(run.windowMs - perWindow * run.restMsPerToken, 2),
   };
 }

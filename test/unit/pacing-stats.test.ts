@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { costByWindowPosition, rate, rateOverWholeRequests, windowStartCost } from '../../test/bench/pacing-stats.js';
+import { costByWindowPosition, rate, rateOverWholeRequests, releasedAtUs, windowStartCost } from '../../test/bench/pacing-stats.js';
 
 // 2:1 over a 120 ms period: slot 0 owns [0, 80) ms, slot 1 [80, 120) ms.
 const schedule = { periodUs: 120_000, windows: [{ slot: 0, startUs: 0, lengthUs: 80_000 }, { slot: 1, startUs: 80_000, lengthUs: 40_000 }] };
@@ -72,11 +72,39 @@ describe('windowStartCost', () => {
   it('reads a fixed cost per window from the tokens a window held and the CPU they took', () => {
     // 40 ms windows, 6 ms tokens unstopped (5 ms of CPU each); every window loses 10 ms: 5 tokens.
     const cost = windowStartCost({ windowMs: 40, windows: 100, tokens: 500, cpuMs: 100 * 40 }, { msPerToken: 6, cpuMsPerToken: 5 });
-    expect(cost).toEqual({ lostMsPerWindow: 10, extraCpuMsPerWindow: 15 });
+    expect(cost).toEqual({ lostMsPerWindow: 10, extraCpuMsPerWindow: 15, startMsPerWindow: null });
+    // The same windows on a machine running slower since the unstopped run: its tokens take 7 ms
+    // inside the window, so starting it cost 5 ms and the rest is the machine's speed.
+    expect(windowStartCost({ windowMs: 40, windows: 100, tokens: 500, cpuMs: null, restMsPerToken: 7 }, { msPerToken: 6, cpuMsPerToken: null })?.startMsPerWindow).toBe(5);
   });
 
   it('reads nothing lost where windows hold what the unstopped rate does, and no CPU figure without one', () => {
-    expect(windowStartCost({ windowMs: 40, windows: 10, tokens: 80, cpuMs: null }, { msPerToken: 5, cpuMsPerToken: null })).toEqual({ lostMsPerWindow: 0, extraCpuMsPerWindow: null });
+    expect(windowStartCost({ windowMs: 40, windows: 10, tokens: 80, cpuMs: null }, { msPerToken: 5, cpuMsPerToken: null })).toEqual({ lostMsPerWindow: 0, extraCpuMsPerWindow: null, startMsPerWindow: null });
     expect(windowStartCost({ windowMs: 40, windows: 0, tokens: 0, cpuMs: 0 }, { msPerToken: 5, cpuMsPerToken: 4 })).toBeNull();
+  });
+});
+
+describe('releasedAtUs', () => {
+  // Engine 0 at 2:1 (120 ms period): it runs 80 ms, is held 40 ms; 1 ms tokens.
+  const paced = (fromMs: number, toMs: number): number[] => {
+    const tokens: number[] = [];
+    for (let t = fromMs; t < toMs; t++) if (t % 120 < 80) tokens.push(t * 1000);
+    return tokens;
+  };
+  const free = (fromMs: number, toMs: number): number[] => Array.from({ length: toMs - fromMs }, (_, i) => (fromMs + i) * 1000);
+
+  it('is the end of the last hold after the others stop', () => {
+    // The others stop at 1,000 ms; holds go on until 2,160 ms (the activity window), then free.
+    const tokens = [...paced(0, 2_160), ...free(2_160, 5_000)];
+    expect(releasedAtUs(tokens, 1_000_000, 20_000, 120_000)).toBe(2_160_000);
+  });
+
+  it('does not count a stall of the machine long after the release', () => {
+    const tokens = [...paced(0, 2_160), ...free(2_160, 3_000), ...free(3_200, 5_000)];
+    expect(releasedAtUs(tokens, 1_000_000, 20_000, 120_000)).toBe(2_160_000);
+  });
+
+  it('reads the stop itself when the engine is never held after it', () => {
+    expect(releasedAtUs(free(0, 3_000), 1_000_000, 20_000, 120_000)).toBe(1_000_000);
   });
 });
