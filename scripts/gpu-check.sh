@@ -12,6 +12,9 @@
 #       optional, ~2 minutes: what starting a window costs one CUDA llama-server
 #       (`bench:pacing --gpu --resume-cost`), the figure that explains a token split leaning
 #       toward the larger window
+#   scripts/gpu-check.sh coop OUTDIR
+#       the built-in engine on the GPU (`bench:pacing --gpu --engine builtin`: free, gate and
+#       coop, its cooperative gate); needs node-llama-cpp's CUDA build in node_modules
 # Needs Node (node on PATH, or $NODE), a C compiler, CMake and the CUDA toolkit, and this project
 # built (npm run build). A part that fails is recorded and the rest still runs; the exit code is
 # 2 without a GPU (one line), 1 when anything failed, 0 otherwise.
@@ -20,8 +23,8 @@ cd "$(dirname "$0")/.." || exit 2
 part=${1:-}
 out=${2:-}
 shift 2 2>/dev/null || true
-if [ "$part" != build ] && [ "$part" != check ] && [ "$part" != all ] && [ "$part" != resume ] || [ -z "$out" ]; then
-  echo "usage: scripts/gpu-check.sh build|check|all|resume OUTDIR [--source llama.cpp.tar.xz]" >&2
+if [ "$part" != build ] && [ "$part" != check ] && [ "$part" != all ] && [ "$part" != resume ] && [ "$part" != coop ] || [ -z "$out" ]; then
+  echo "usage: scripts/gpu-check.sh build|check|all|resume|coop OUTDIR [--source llama.cpp.tar.xz]" >&2
   exit 2
 fi
 node=${NODE:-node}
@@ -92,5 +95,11 @@ if [ "$part" = resume ]; then
   step "bench:pacing --gpu --resume-cost" "$budget" "$out/resume-cost.log" "$node" dist/test/bench/pacing-bench.js --gpu --resume-cost
   [ -f bench-results/resume-cost-gpu.json ] && cp bench-results/resume-cost-gpu.json "$out/"
   tail -12 "$out/resume-cost.log"
+fi
+
+if [ "$part" = coop ]; then
+  step "bench:pacing --gpu --engine builtin" "$budget" "$out/bench-gpu-builtin.log" "$node" dist/test/bench/pacing-bench.js --gpu --engine builtin ${BENCH_ARGS:-}
+  [ -f bench-results/pacing-gpu-builtin.json ] && cp bench-results/pacing-gpu-builtin.json "$out/"
+  tail -12 "$out/bench-gpu-builtin.log"
 fi
 exit $failed

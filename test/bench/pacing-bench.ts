@@ -11,6 +11,8 @@
  * Prints a table (or one JSON object with --json) and writes bench-results/pacing.json.
  * --llama-server and --gpu run real llama-servers instead (pacing-llama.ts: free, naive, gate; on
  * one pinned core, or on the first NVIDIA GPU), writing pacing-llama-server.json / pacing-gpu.json;
+ * with --engine builtin, the built-in engine in their place (coop too), writing
+ * pacing-builtin-cpu.json / pacing-gpu-builtin.json;
  * with --llama-server, --cores E,H picks the engines' core and the harness's (default 0,1: on a
  * machine whose cores 0 and 1 are hyperthreads of one core, pick two physical cores).
  * --quick runs 2:1 only; --builtin adds the built-in engine mode; --repeat N runs every scenario N
@@ -581,7 +583,7 @@ function table(results: ScenarioResult[]): string {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, builtin: { type: 'boolean', default: false }, 'token-ms': { type: 'string' }, modes: { type: 'string' }, scenarios: { type: 'string' }, 'measure-s': { type: 'string' }, repeat: { type: 'string' }, gpu: { type: 'boolean', default: false }, 'llama-server': { type: 'boolean', default: false }, cores: { type: 'string' }, 'resume-cost': { type: 'boolean', default: false } } });
+  const { values } = parseArgs({ options: { quick: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, builtin: { type: 'boolean', default: false }, 'token-ms': { type: 'string' }, modes: { type: 'string' }, scenarios: { type: 'string' }, 'measure-s': { type: 'string' }, repeat: { type: 'string' }, gpu: { type: 'boolean', default: false }, 'llama-server': { type: 'boolean', default: false }, cores: { type: 'string' }, 'resume-cost': { type: 'boolean', default: false }, engine: { type: 'string' } } });
   const repeat = values.repeat === undefined ? 1 : Number(values.repeat);
   if (!Number.isInteger(repeat) || repeat < 1 || repeat > 20) {
     console.error(`--repeat: must be a whole number of runs from 1 to 20 (got ${values.repeat})`);
@@ -594,9 +596,13 @@ async function main(): Promise<void> {
       process.exit(2);
     }
   }
+  if (values.engine !== undefined && !values.gpu && !values['llama-server']) {
+    console.error('--engine: goes with --llama-server or --gpu (the engines those benchmarks run)');
+    process.exit(2);
+  }
   if (values.gpu || values['llama-server']) {
     const { llamaBenchMain } = await import('./pacing-llama.js');
-    process.exitCode = await llamaBenchMain({ device: values.gpu ? 'gpu' : 'cpu', modes: values.modes, scenarios: values.scenarios, measureS: values['measure-s'] === undefined ? undefined : MEASURE_S, repeat, json: values.json, cores: values.cores, resumeCost: values['resume-cost'] });
+    process.exitCode = await llamaBenchMain({ device: values.gpu ? 'gpu' : 'cpu', modes: values.modes, scenarios: values.scenarios, measureS: values['measure-s'] === undefined ? undefined : MEASURE_S, repeat, json: values.json, cores: values.cores, resumeCost: values['resume-cost'], engine: values.engine });
     return;
   }
   const tokenMs = values['token-ms'] === undefined ? TOKEN_MS : Number(values['token-ms']);

@@ -5,9 +5,11 @@
  *   --gpu           the first NVIDIA GPU: a CUDA llama-server with every layer offloaded, no
  *                   pinning, a generated f16 model big enough that decoding streams its weights
  *                   from memory (sparse: the weights are zeros, which cost the GPU the same)
+ * The engines are llama-servers, or with --engine builtin our built-in engine (node-llama-cpp
+ * behind llama-server's /completion; on the GPU where node-llama-cpp's CUDA build is installed).
  * Modes: free (unpaced), naive (a fixed SIGSTOP/SIGCONT loop over the same TDM windows, run by this
- * harness whether or not an engine is busy) and gate (`gpu-share run`, the process gate). coop
- * needs an engine that calls the gate per token: the built-in engine (`--builtin`, CPU).
+ * harness whether or not an engine is busy), gate (`gpu-share run`, the process gate) and, for the
+ * built-in engine only, coop (the cooperative gate it calls after every decode step).
  *
  * Each run of a scenario: engine 0 decodes alone (solo before), the others join, the shares are
  * measured over whole periods, the others stop (idle release: how long engine 0 takes to get back
@@ -15,22 +17,34 @@
  * count (`tokens_predicted` in every streamed chunk; the /metrics counter moves only when a request
  * ends), CPU time is each engine's process tree from procfs, GPU utilisation is NVML's.
  */
-import { spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { parseHostLine } from '../../electron/core/engines/host-protocol.js';
 import { loadRegistryHelper } from '../../native/helper.js';
 import { loadNvml, type NvmlDevice, type NvmlLibrary } from '../../native/nvml.js';
 import { computeShares } from '../../electron/core/registry/shares.js';
 import { buildSchedule, ownerAt, stallBoundUs, usUntilWindowEnd, type Schedule } from '../../electron/core/pacer/schedule.js';
 import { writeGguf, type GgufSpec } from '../fixtures/gguf.js';
-import { LLAMA_SERVER_HINT, findLlamaServer, freePort, nvidiaSmiListsGpu, spawnLlamaServer, streamCompletion, waitHealthy, type LlamaServerArgs } from '../fixtures/llama-server.js';
-import { CLI, ROOT, predictedTokens } from '../fixtures/procs.js';
+import { LLAMA_SERVER_HINT, findLlamaServer, freePort, llamaServerArgs, nvidiaSmiListsGpu, streamCompletion, waitHealthy, type LlamaServerArgs } from '../fixtures/llama-server.js';
+import { BUILTIN_HOST, CLI, ROOT, predictedTokens } from '../fixtures/procs.js';
 import { costByWindowPosition, counterAt, gapsMs, median, rateOverWholeRequests, releasedAtUs, round, summary, textTable, windowStartCost, type WindowPositionCost } from './pacing-stats.js';
 
 export type LlamaDevice = 'cpu' | 'gpu';
-export type LlamaMode = 'free' | 'naive' | 'gate';
-export const LLAMA_MODES: readonly LlamaMode[] = ['free', 'naive', 'gate'];
+export type LlamaMode = 'free' | 'naive' | 'gate' | 'coop';
+export type LlamaEngineKind = 'llama-server' | 'builtin';
+export const LLAMA_ENGINES: readonly LlamaEngineKind[] = ['llama-server', 'builtin'];
+/** The modes each engine can run (coop needs an engine that calls the gate per decode step). */
+export const LLAMA_MODES: Readonly<Record<LlamaEngineKind, readonly LlamaMode[]>> = { 'llama-server': ['free', 'naive', 'gate'], builtin: ['free', 'naive', 'gate', 'coop'] };
+
+/** The modes a run uses unless --modes says otherwise: on the GPU, within the check part's five
+ *  minutes. */
+export function defaultLlamaModes(device: LlamaDevice, engine: LlamaEngineKind): readonly LlamaMode[] {
+  if (device === 'cpu') return LLAMA_MODES[engine];
+  return engine === 'builtin' ? ['free', 'gate', 'coop'] : ['free', 'gate'];
+}
 
 export interface LlamaScenario {
   name: string;
@@ -68,6 +82,8 @@ export const LLAMA_MEASURE_S: Readonly<Record<LlamaDevice, number>> = { cpu: 15,
 
 export interface LlamaBenchOptions {
   device: LlamaDevice;
+  engine: LlamaEngineKind;
+  /** The llama-server binary (for the built-in engine: unused). */
   server: string;
   modes: LlamaMode[];
   scenarios: LlamaScenario[];
@@ -88,6 +104,7 @@ export interface PhaseUtilization {
 
 export interface LlamaResult {
   name: string;
+  engine: LlamaEngineKind;
   mode: LlamaMode;
   weights: number[];
   tokps: number[];
@@ -118,9 +135,9 @@ export interface LlamaResult {
   itl_max_ms: number[];
   itl_p50_ms: number;
   bound_ms: number[];
-  /** Gate: seconds from the others' stop until engine 0 was last held for their windows (they
-   *  hold them until their slots go idle); null unpaced and under the naive loop, which stops
-   *  with the interval. */
+  /** Gate and coop: seconds from the others' stop until engine 0 was last held for their windows
+   *  (they hold them until their slots go idle); null unpaced and under the naive loop, which
+   *  stops with the interval. */
   release_s: number | null;
   /** NVML's GPU utilisation, mean of the samples in each phase (GPU only). */
   gpu_util_pct: PhaseUtilization | null;
@@ -164,10 +181,11 @@ export function llamaBenchModel(device: LlamaDevice): string {
 }
 
 interface Engine {
+  kind: LlamaEngineKind;
   /** The process we started: the server, or its `gpu-share run` supervisor. */
   child: ChildProcess;
   port: number;
-  /** The llama-server process (for signals and CPU time). */
+  /** The server's process (for signals and CPU time). */
   serverPid: () => number | undefined;
   /** [wall µs, tokens decoded so far by this engine]: one entry per streamed chunk. */
   counter: [number, number][];
@@ -176,24 +194,57 @@ interface Engine {
   requestStarts: [number, number][];
   client: AbortController | null;
   streamed: number;
+  /** The built-in engine: where it says it loaded the model (node-llama-cpp's backend: cuda,
+   *  vulkan, metal, or none for the CPU); null until it says so, and for a llama-server. */
+  backend: () => string | null;
 }
 
-/** Starts one llama-server (behind `prefix`: taskset, `gpu-share run`) and waits until it is healthy. */
-async function startEngine(prefix: string[], server: string, args: LlamaServerArgs, supervised: boolean): Promise<Engine> {
-  const child = spawnLlamaServer(prefix, server, args);
+/** A built-in engine's place in the registry: it paces itself (coop). */
+interface CoopPeer {
+  gpuKey: string;
+  weight: number;
+  name: string;
+}
+
+/** What one engine runs: a llama-server, or the built-in engine's host with the same model,
+ *  context, threads and offload (every layer, or none), joining the registry itself in coop. */
+export function engineArgv(kind: LlamaEngineKind, server: string, args: LlamaServerArgs, peer: CoopPeer | null): string[] {
+  if (kind === 'llama-server') return [server, ...llamaServerArgs(args)];
+  const registry = peer === null ? [] : ['--gpu-key', peer.gpuKey, '--weight', String(peer.weight), '--name', peer.name];
+  return [process.execPath, BUILTIN_HOST, '--model', args.model, '--ctx', String(args.ctx), '--gpu-layers', args.gpuLayers === 0 ? '0' : 'max', '--threads', String(args.threads), '--port', String(args.port), ...registry];
+}
+
+/** The backend in the built-in engine's "model loaded" line (`…, gpu cuda, …`); null in any other line. */
+export function backendOf(message: string): string | null {
+  if (!message.startsWith('model loaded:')) return null;
+  return /, gpu ([a-z0-9]+),/.exec(message)?.[1] ?? null;
+}
+
+/** Starts one engine (behind `prefix`: taskset, `gpu-share run`) and waits until it is healthy. */
+async function startEngine(prefix: string[], kind: LlamaEngineKind, argv: string[], port: number, supervised: boolean): Promise<Engine> {
+  const [command, ...rest] = [...prefix, ...argv];
+  const child = spawn(command ?? process.execPath, rest, { stdio: ['ignore', kind === 'builtin' ? 'pipe' : 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => {
     stderr = (stderr + d.toString()).slice(-2000);
   });
+  let backend: string | null = null;
+  if (child.stdout !== null) {
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      const event = parseHostLine(line);
+      if (event?.event === 'log') backend = backendOf(event.message) ?? backend;
+      if (event?.event === 'fatal') stderr = (stderr + event.message).slice(-2000);
+    });
+  }
   // taskset execs the server; under `gpu-share run` it is the supervisor's child (beside the
   // supervisor's watchdog).
   const serverPid = (): number | undefined => {
     if (!supervised || child.pid === undefined) return child.pid;
     return childrenOf(child.pid).find((pid) => !commOf(pid).startsWith('gpushare-watch'));
   };
-  const engine: Engine = { child, port: args.port, serverPid, counter: [], tokens: [], requestStarts: [], client: null, streamed: 0 };
+  const engine: Engine = { kind, child, port, serverPid, counter: [], tokens: [], requestStarts: [], client: null, streamed: 0, backend: () => backend };
   try {
-    await waitHealthy(args.port, child, 180_000);
+    await waitHealthy(port, child, 180_000);
   } catch (error) {
     child.kill('SIGKILL');
     throw new Error(`${error instanceof Error ? error.message : String(error)}\n${stderr}`);
@@ -261,10 +312,14 @@ function startClient(engine: Engine, requestTokens: number, wallUs: () => number
       let last = 0;
       engine.requestStarts.push([wallUs(), base]);
       try {
-        const done = await streamCompletion(engine.port, requestTokens, wallUs, controller.signal, (at, decoded) => {
-          for (let i = last; i < decoded; i++) engine.tokens.push(at);
-          last = decoded;
-          engine.counter.push([at, base + decoded]);
+        const done = await streamCompletion(engine.port, requestTokens, wallUs, {
+          signal: controller.signal,
+          body: engine.kind,
+          onChunk: (at, decoded) => {
+            for (let i = last; i < decoded; i++) engine.tokens.push(at);
+            last = decoded;
+            engine.counter.push([at, base + decoded]);
+          },
         });
         base += done.tokens;
         engine.streamed += done.tokens;
@@ -334,7 +389,7 @@ function nvmlSampler(): { sample: (wallUs: number) => void; mean: (fromUs: numbe
 }
 
 async function runOnce(options: LlamaBenchOptions, scenario: LlamaScenario, mode: LlamaMode, model: string): Promise<LlamaResult> {
-  const { device, server } = options;
+  const { device, server, engine: kind } = options;
   const config = LLAMA_MODELS[device];
   const helper = loadRegistryHelper();
   const wallUs = (): number => helper.wallUs();
@@ -351,15 +406,20 @@ async function runOnce(options: LlamaBenchOptions, scenario: LlamaScenario, mode
       const port = await freePort();
       const args: LlamaServerArgs = { model, port, ctx: config.ctx, threads: pin ? 1 : 4, gpuLayers: device === 'gpu' ? 999 : 0 };
       const enginePin = pin ? ['taskset', '-c', String(engineCore)] : [];
+      const weight = scenario.weights[i] ?? 1;
       const prefix =
         mode === 'gate'
-          ? [...(pin ? ['taskset', '-c', String(harnessCore)] : []), process.execPath, CLI, 'run', '--gpu-key', gpuKey, '--weight', String(scenario.weights[i]), '--name', `e${i}`, '--activity-url', `http://127.0.0.1:${port}/metrics`, '--', ...enginePin]
+          ? [...(pin ? ['taskset', '-c', String(harnessCore)] : []), process.execPath, CLI, 'run', '--gpu-key', gpuKey, '--weight', String(weight), '--name', `e${i}`, '--activity-url', `http://127.0.0.1:${port}/metrics`, '--', ...enginePin]
           : enginePin;
-      engines.push(await startEngine(prefix, server, args, mode === 'gate'));
+      const argv = engineArgv(kind, server, args, mode === 'coop' ? { gpuKey, weight, name: `e${i}` } : null);
+      const engine = await startEngine(prefix, kind, argv, port, mode === 'gate');
+      engines.push(engine);
+      // Never a GPU figure from an engine that fell back to the CPU.
+      if (kind === 'builtin' && device === 'gpu' && engine.backend() !== 'cuda') throw new Error(`the built-in engine loaded its model on ${engine.backend() ?? 'an unnamed backend'}, not CUDA`);
     }
     // Warm each engine alone (its first requests allocate and, on a GPU, capture graphs), then let
     // the registry see every engine idle.
-    for (const engine of engines) await streamCompletion(engine.port, Math.min(200, config.requestTokens), wallUs);
+    for (const engine of engines) await streamCompletion(engine.port, Math.min(200, config.requestTokens), wallUs, { body: kind });
     await sleep(2_500);
     if (nvml !== null) sampler = setInterval(() => nvml.sample(wallUs()), 100);
 
@@ -418,12 +478,13 @@ async function runOnce(options: LlamaBenchOptions, scenario: LlamaScenario, mode
     // Held for the others' windows until their slots go idle (the activity window): the gate only;
     // free never holds, and the naive loop stops with the interval.
     const othersShortestWindowUs = Math.min(...schedule.windows.filter((w) => w.slot !== 0).map((w) => w.lengthUs));
-    const released = mode === 'gate' ? releasedAtUs(e0.tokens, stopUs, othersShortestWindowUs / 2, schedule.periodUs) : null;
+    const released = mode === 'gate' || mode === 'coop' ? releasedAtUs(e0.tokens, stopUs, othersShortestWindowUs / 2, schedule.periodUs) : null;
     const ratio = (a: number | null | undefined, b: number | null | undefined): number | null => (a !== undefined && a !== null && b !== undefined && b !== null && b > 0 ? round(a / b, 3) : null);
     const whole = engines.map((e) => rateOverWholeRequests(e.requestStarts, fromUs, toUs));
     const wholeTokps = whole.map((w) => (w === null ? null : round(w.tokps, 1)));
     return {
       name: scenario.name,
+      engine: kind,
       mode,
       weights: scenario.weights,
       tokps,
@@ -580,9 +641,9 @@ async function resumeCostOnce(options: LlamaBenchOptions, model: string, c: Resu
     for (let i = 0; i < (c.busy ? 2 : 1); i++) {
       const port = await freePort();
       const args: LlamaServerArgs = { model, port, ctx: config.ctx, threads: pin ? 1 : 4, gpuLayers: device === 'gpu' ? 999 : 0 };
-      engines.push(await startEngine(pin ? ['taskset', '-c', String(options.cores.engine)] : [], server, args, false));
+      engines.push(await startEngine(pin ? ['taskset', '-c', String(options.cores.engine)] : [], options.engine, engineArgv(options.engine, server, args, null), port, false));
     }
-    for (const engine of engines) await streamCompletion(engine.port, Math.min(200, config.requestTokens), wallUs);
+    for (const engine of engines) await streamCompletion(engine.port, Math.min(200, config.requestTokens), wallUs, { body: options.engine });
     const windowUs = RESUME_WINDOW_MS * 1000;
     const stopUs = c.stopMs * 1000;
     // Slot 0 is engine 0's window; slot 1 the stop (the second engine's window when busy).
@@ -702,8 +763,16 @@ export function gpuDescription(): string | null {
   return result.status === 0 ? (result.stdout.split('\n')[0] ?? '').trim() : null;
 }
 
+/** The report's name: gpu, llama-server (CPU), gpu-builtin, builtin-cpu. */
+export function benchName(device: LlamaDevice, engine: LlamaEngineKind): string {
+  if (engine === 'builtin') return device === 'gpu' ? 'gpu-builtin' : 'builtin-cpu';
+  return device === 'gpu' ? 'gpu' : 'llama-server';
+}
+
 export interface LlamaMainArgs {
   device: LlamaDevice;
+  /** --engine: llama-server (default) or builtin. */
+  engine?: string | undefined;
   modes: string | undefined;
   scenarios: string | undefined;
   measureS: number | undefined;
@@ -726,11 +795,19 @@ export async function llamaBenchMain(args: LlamaMainArgs): Promise<number> {
   if (process.platform !== 'linux') return fail('needs Linux (procfs, signals)');
   if (args.device === 'gpu' && !nvidiaSmiListsGpu()) return fail('no NVIDIA GPU here (`nvidia-smi -L` lists none)');
   if (args.device === 'cpu' && spawnSync('sh', ['-c', 'command -v taskset']).status !== 0) return fail('needs taskset (util-linux) to pin every engine to one core');
-  const server = await findLlamaServer({ cuda: args.device === 'gpu' });
-  if (server === null) return fail(`no ${args.device === 'gpu' ? 'CUDA ' : ''}llama-server: ${args.device === 'gpu' ? 'npm run llama-server:build -- --cuda' : LLAMA_SERVER_HINT}`);
-  const modes = (args.modes?.split(',') ?? (args.device === 'gpu' ? ['free', 'gate'] : [...LLAMA_MODES])) as LlamaMode[];
-  const unknownMode = modes.find((m) => !LLAMA_MODES.includes(m));
-  if (unknownMode !== undefined) return fail(`--modes: unknown mode ${unknownMode} (with real llama-servers: ${LLAMA_MODES.join(', ')})`);
+  const engine = (args.engine ?? 'llama-server') as LlamaEngineKind;
+  if (!LLAMA_ENGINES.includes(engine)) return fail(`--engine: unknown engine ${args.engine} (engines: ${LLAMA_ENGINES.join(', ')})`);
+  let server = '';
+  if (engine === 'llama-server') {
+    const found = await findLlamaServer({ cuda: args.device === 'gpu' });
+    if (found === null) return fail(`no ${args.device === 'gpu' ? 'CUDA ' : ''}llama-server: ${args.device === 'gpu' ? 'npm run llama-server:build -- --cuda' : LLAMA_SERVER_HINT}`);
+    server = found;
+  } else if (!existsSync(BUILTIN_HOST)) return fail(`the built-in engine is not built (${BUILTIN_HOST}): npm run build`);
+  else if (args.device === 'gpu' && !builtinCudaInstalled()) return fail('the built-in engine needs node-llama-cpp\'s CUDA build (@node-llama-cpp/linux-x64-cuda), which is not installed here');
+  const allowed = LLAMA_MODES[engine];
+  const modes = (args.modes?.split(',') ?? [...defaultLlamaModes(args.device, engine)]) as LlamaMode[];
+  const unknownMode = modes.find((m) => !allowed.includes(m));
+  if (unknownMode !== undefined) return fail(`--modes: mode ${unknownMode} is not one the ${engine} engine runs (${allowed.join(', ')})`);
   const names = args.scenarios?.split(',') ?? LLAMA_SCENARIOS.map((s) => s.name);
   const unknownScenario = names.find((n) => !LLAMA_SCENARIOS.some((s) => s.name === n));
   if (unknownScenario !== undefined) return fail(`--scenarios: unknown scenario ${unknownScenario} (with real llama-servers: ${LLAMA_SCENARIOS.map((s) => s.name).join(', ')})`);
@@ -744,15 +821,15 @@ export async function llamaBenchMain(args: LlamaMainArgs): Promise<number> {
   if (args.device === 'cpu') spawnSync('taskset', ['-a', '-p', '-c', String(harnessCore), String(process.pid)], { stdio: 'ignore' });
   const model = LLAMA_MODELS[args.device];
   const gpu = args.device === 'gpu' ? gpuDescription() : null;
-  log(`pacing benchmark on llama-server (${server}), ${args.device === 'gpu' ? `GPU: ${gpu}, all layers offloaded` : `all engines on core ${engineCore}, the rest on core ${harnessCore}`}; model E${model.spec.embedding}/L${model.spec.layers}/FF${model.spec.feedForward} ${model.spec.type}${model.sparse ? ' (sparse: zero weights)' : ''}, ${model.requestTokens}-token requests`);
-  if (args.device === 'gpu' && !builtinCudaInstalled()) log('coop: skipped: the built-in engine\'s CUDA build (node-llama-cpp) is not installed here');
+  log(`pacing benchmark on ${engine === 'llama-server' ? `llama-server (${server})` : 'the built-in engine (node-llama-cpp)'}, ${args.device === 'gpu' ? `GPU: ${gpu}, all layers offloaded` : `all engines on core ${engineCore}, the rest on core ${harnessCore}`}; model E${model.spec.embedding}/L${model.spec.layers}/FF${model.spec.feedForward} ${model.spec.type}${model.sparse ? ' (sparse: zero weights)' : ''}, ${model.requestTokens}-token requests`);
   const started = Date.now();
   const outDir = join(ROOT, 'bench-results');
-  const options = { device: args.device, server, modes, scenarios: LLAMA_SCENARIOS.filter((s) => names.includes(s.name)), measureS: args.measureS ?? LLAMA_MEASURE_S[args.device], repeat: args.repeat, cores: { engine: engineCore, harness: harnessCore }, log };
+  const options = { device: args.device, engine, server, modes, scenarios: LLAMA_SCENARIOS.filter((s) => names.includes(s.name)), measureS: args.measureS ?? LLAMA_MEASURE_S[args.device], repeat: args.repeat, cores: { engine: engineCore, harness: harnessCore }, log };
   if (args.resumeCost === true) {
     const results = await runResumeCost(options);
-    const file = `resume-cost-${args.device === 'gpu' ? 'gpu' : 'llama-server'}.json`;
-    const report = { benchmark: `resume-cost-${args.device === 'gpu' ? 'gpu' : 'llama-server'}`, date: new Date().toISOString(), server, gpu, model: { ...model.spec, sparse: model.sparse, ctx: model.ctx, request_tokens: model.requestTokens }, duration_s: round((Date.now() - started) / 1000, 1), cases: results };
+    const name = `resume-cost-${benchName(args.device, engine)}`;
+    const file = `${name}.json`;
+    const report = { benchmark: name, date: new Date().toISOString(), engine, server, gpu, model: { ...model.spec, sparse: model.sparse, ctx: model.ctx, request_tokens: model.requestTokens }, duration_s: round((Date.now() - started) / 1000, 1), cases: results };
     mkdirSync(outDir, { recursive: true });
     writeFileSync(join(outDir, file), `${JSON.stringify(report, null, 2)}\n`);
     if (args.json) process.stdout.write(`${JSON.stringify(report)}\n`);
@@ -763,8 +840,9 @@ export async function llamaBenchMain(args: LlamaMainArgs): Promise<number> {
     }
     return 0;
   }
-  const file = args.device === 'gpu' ? 'pacing-gpu.json' : 'pacing-llama-server.json';
-  const reportOf = (results: readonly LlamaResult[], complete: boolean) => ({ benchmark: `pacing-${args.device === 'gpu' ? 'gpu' : 'llama-server'}`, date: new Date().toISOString(), server, gpu, model: { ...model.spec, sparse: model.sparse, ctx: model.ctx, request_tokens: model.requestTokens }, repeat: args.repeat, duration_s: round((Date.now() - started) / 1000, 1), complete, scenarios: results });
+  const name = `pacing-${benchName(args.device, engine)}`;
+  const file = `${name}.json`;
+  const reportOf = (results: readonly LlamaResult[], complete: boolean) => ({ benchmark: name, date: new Date().toISOString(), engine, server, gpu, model: { ...model.spec, sparse: model.sparse, ctx: model.ctx, request_tokens: model.requestTokens }, repeat: args.repeat, duration_s: round((Date.now() - started) / 1000, 1), complete, scenarios: results });
   const write = (results: readonly LlamaResult[], complete: boolean): void => {
     mkdirSync(outDir, { recursive: true });
     writeFileSync(join(outDir, file), `${JSON.stringify(reportOf(results, complete), null, 2)}\n`);
@@ -777,7 +855,7 @@ export async function llamaBenchMain(args: LlamaMainArgs): Promise<number> {
   else {
     console.log('');
     console.log(llamaTable(results));
-    console.log(`\ntoken split = engine 0's tok/s over engine 1's (the servers' own counts) over the measured interval; whole req = the same over the whole requests each engine started inside it (n: request cycles per engine); time split = the same for CPU time of each engine's process tree (CPU only); 2:1:1 pair = engine 2 over engine 1;\nsolo = engine 0 alone before the others start and after they stop; bound = (1 − share)·period; release = from the others' stop until engine 0 was last held for their windows (gate only);\nms/tok in window = per engine, wall ms per token by its place in its own windows (1st: from the window's start), paced modes only`);
+    console.log(`\ntoken split = engine 0's tok/s over engine 1's (the servers' own counts) over the measured interval; whole req = the same over the whole requests each engine started inside it (n: request cycles per engine); time split = the same for CPU time of each engine's process tree (CPU only); 2:1:1 pair = engine 2 over engine 1;\nsolo = engine 0 alone before the others start and after they stop; bound = (1 − share)·period; release = from the others' stop until engine 0 was last held for their windows (gate and coop);\nms/tok in window = per engine, wall ms per token by its place in its own windows (1st: from the window's start), paced modes only`);
     if (args.repeat > 1) console.log(`every figure is the median of ${args.repeat} runs (each run's in the JSON, under "runs")`);
     console.log(`${seconds} s; wrote bench-results/${file}`);
   }

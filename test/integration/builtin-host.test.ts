@@ -335,7 +335,7 @@ describe('builtin engine host', () => {
     expect(stream.headers['content-type']).toMatch(/^text\/event-stream/);
     const events = stream.body.split('\n\n').filter((block) => block.trim() !== '');
     for (const block of events) expect(block.startsWith('data: ')).toBe(true);
-    const parsed = events.map((block) => JSON.parse(block.slice('data: '.length)) as { content: string; stop: boolean; stop_type?: string; tokens_predicted?: number });
+    const parsed = events.map((block) => JSON.parse(block.slice('data: '.length)) as { content: string; stop: boolean; stop_type?: string; tokens_predicted?: number; tokens_evaluated?: number });
     const last = parsed.at(-1);
     expect(last?.stop).toBe(true);
     expect(last?.stop_type).toMatch(/^(eos|limit)$/);
@@ -344,6 +344,12 @@ describe('builtin engine host', () => {
     for (const piece of pieces) expect(piece).toMatchObject({ content: expect.any(String), stop: false });
     expect(pieces.map((piece) => piece.content).join('').length).toBeGreaterThan(0);
     expect(last?.tokens_predicted).toBeGreaterThan(0);
+    // Each piece carries the running counts, as llama-server's do (clients count tokens by them).
+    const counts = pieces.map((piece) => piece.tokens_predicted ?? -1);
+    expect(counts[0]).toBeGreaterThanOrEqual(1);
+    for (let i = 1; i < counts.length; i++) expect(counts[i]).toBeGreaterThanOrEqual(counts[i - 1] ?? 0);
+    expect(counts.at(-1)).toBeLessThanOrEqual(last?.tokens_predicted ?? 0);
+    for (const piece of pieces) expect(piece.tokens_evaluated).toBe(last?.tokens_evaluated);
     expect(stream.pieces.length).toBeGreaterThanOrEqual(2);
 
     // Bad bodies: 400 naming the field.

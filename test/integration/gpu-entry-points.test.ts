@@ -11,6 +11,8 @@ describe.skipIf(!noGpu || process.platform !== 'linux')('GPU entry points withou
   const cases: [string, string, string[], string][] = [
     ['bench:pacing --gpu', process.execPath, [join(ROOT, 'dist', 'test', 'bench', 'pacing-bench.js'), '--gpu'], 'bench:pacing --gpu: no NVIDIA GPU here'],
     ['the NVML checks', process.execPath, [join(ROOT, 'dist', 'test', 'fixtures', 'gpu-checks.js')], 'NVML GPU checks skipped'],
+    ['bench:pacing --gpu --engine builtin', process.execPath, [join(ROOT, 'dist', 'test', 'bench', 'pacing-bench.js'), '--gpu', '--engine', 'builtin'], 'bench:pacing --gpu: no NVIDIA GPU here'],
+    ['scripts/gpu-check.sh coop', 'bash', [join(ROOT, 'scripts', 'gpu-check.sh'), 'coop', join(ROOT, 'bench-results', 'gpu-check')], 'gpu-check: no NVIDIA GPU here'],
     ['scripts/gpu-check.sh', 'bash', [join(ROOT, 'scripts', 'gpu-check.sh'), 'all', join(ROOT, 'bench-results', 'gpu-check')], 'gpu-check: no NVIDIA GPU here'],
     ['llama-server:build --cuda', process.execPath, [join(ROOT, 'scripts', 'llama-server-build.mjs'), '--cuda'], 'llama-server:build: --cuda: '],
   ];

@@ -54,7 +54,7 @@ function client(port: number): { decoded: () => number; stop: () => void } {
   let current = 0;
   void (async () => {
     while (!controller.signal.aborted) {
-      const result = await streamCompletion(port, 200, wallUs, controller.signal, (_at, n) => (current = n)).catch(() => ({ tokens: 0 }));
+      const result = await streamCompletion(port, 200, wallUs, { signal: controller.signal, onChunk: (_at, n) => (current = n) }).catch(() => ({ tokens: 0 }));
       done += result.tokens;
       current = 0;
     }
@@ -131,7 +131,7 @@ describe.skipIf(server === null && !inCi)('a real llama-server', () => {
     await expect(streamCompletion(port, 32, wallUs)).rejects.toThrow('answered 401');
     const secret = apiKeyOf(child.pid ?? 0);
     expect(secret).not.toBeNull();
-    expect((await streamCompletion(port, 32, wallUs, undefined, undefined, secret ?? '')).tokens).toBe(32);
+    expect((await streamCompletion(port, 32, wallUs, { apiKey: secret ?? '' })).tokens).toBe(32);
     const peers = JSON.parse(spawnSync(process.execPath, [CLI, 'peers', '--gpu-key', key, '--json'], { encoding: 'utf8' }).stdout) as { peers: { name: string }[] };
     expect(peers.peers.map((p) => p.name)).toContain('llama');
     child.kill('SIGINT');

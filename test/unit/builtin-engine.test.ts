@@ -272,7 +272,7 @@ describe("builtin engine: llama-server's shapes", () => {
     expect(parseLlamaCompletionRequest({ prompt: ['abc'], n_predict: -1 })).toMatchObject({ ok: true, value: { maxTokens: Number.POSITIVE_INFINITY } });
     expect(parseLlamaCompletionRequest({ prompt: 'abc', n_predict: 0, seed: 7 })).toMatchObject({ ok: true, value: { maxTokens: 0, seed: 7 } });
     expect(parseLlamaCompletionRequest({ prompt: 'abc', max_tokens: 3 })).toMatchObject({ ok: true, value: { maxTokens: 3 } });
-    expect(parseLlamaCompletionRequest({ prompt: 'abc', grammar: '', n_probs: 0, logit_bias: [], lora: [], n_cmpl: 1 }).ok).toBe(true);
+    expect(parseLlamaCompletionRequest({ prompt: 'abc', grammar: '', n_probs: 0, logit_bias: [], lora: [], n_cmpl: 1, ignore_eos: false }).ok).toBe(true);
   });
 
   it('refuses a bad /completion body naming the field, and what it would silently get wrong', () => {
@@ -291,6 +291,7 @@ describe("builtin engine: llama-server's shapes", () => {
       [{ prompt: 'x', logit_bias: [[15043, 1]] }, 'logit_bias'],
       [{ prompt: 'x', lora: [{ id: 0, scale: 1 }] }, 'lora'],
       [{ prompt: 'x', image_data: [] }, 'image_data'],
+      [{ prompt: 'x', ignore_eos: true }, 'ignore_eos'],
     ];
     for (const [body, param] of cases) {
       const parsed = parseLlamaCompletionRequest(body);
@@ -317,7 +318,7 @@ describe("builtin engine: llama-server's shapes", () => {
   it('shapes the /completion answer, its stream pieces and settings without inventing sampler values', () => {
     const parsed = parseLlamaCompletionRequest({ prompt: 'abc', n_predict: 6, stop: ['END'] });
     if (!parsed.ok) throw new Error(parsed.message);
-    expect(completionPiece('hi')).toEqual({ index: 0, content: 'hi', stop: false, id_slot: 0 });
+    expect(completionPiece('hi', { evaluated: 5, predicted: 3 })).toEqual({ index: 0, content: 'hi', stop: false, id_slot: 0, tokens_predicted: 3, tokens_evaluated: 5 });
     expect(completionFinal('text', parsed.value, { ...result, finishReason: 'stop', stopWord: 'END' }, 256, 'tiny')).toEqual({
       index: 0,
       content: 'text',

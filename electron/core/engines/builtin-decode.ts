@@ -241,7 +241,9 @@ export async function generate(
   prompt: Prompt,
   request: SamplingRequest,
   signal: AbortSignal,
-  onText: (text: string) => void,
+  /** Each piece of text as it is decoded, with the tokens generated so far (llama-server's streamed
+   *  `tokens_predicted`). */
+  onText: (text: string, completionTokens: number) => void,
   steps: { afterStep: AfterStep | null; counters: DecodeCounters; /** When the request arrived (monotonic µs), for the time to first token. */ arrivedUs: number },
 ): Promise<GenerationResult> {
   const { model, sequence } = engine;
@@ -310,7 +312,7 @@ export async function generate(
       const piece = text.push(token);
       if (piece === '') continue;
       const out = stops.push(piece);
-      if (out.text !== '' && !signal.aborted) onText(out.text);
+      if (out.text !== '' && !signal.aborted) onText(out.text, completionTokens);
       if (out.stopped) {
         stopped = true;
         finishReason = 'stop';
@@ -324,7 +326,7 @@ export async function generate(
     const tail = stops.push(text.flush());
     const rest = tail.stopped ? tail.text : tail.text + stops.flush();
     if (tail.stopped) finishReason = 'stop';
-    if (rest !== '') onText(rest);
+    if (rest !== '') onText(rest, completionTokens);
   }
   const contextFull = finishReason === 'length' && limit < request.maxTokens;
   return { promptTokens: tokens.length, cachedTokens: keep, completionTokens, finishReason, stopWord: stops.matched, contextFull, promptUs, predictUs, aborted };

@@ -10,7 +10,7 @@ import { monotonicUs } from '../clock.js';
 import { hostAllowed, matchToken } from '../api/http.js';
 import type { GpuPeersView } from '../registry/view.js';
 import { buildPrompt, FifoLock, generate, type AfterStep, type Engine, type GenerationResult, type Prompt } from './builtin-decode.js';
-import { completionFinal, completionPiece, parseLlamaCompletionRequest, propsBody } from './builtin-llama.js';
+import { completionFinal, completionPiece, parseLlamaCompletionRequest, propsBody, type PieceCounts } from './builtin-llama.js';
 import { formatMetrics, METRICS_CONTENT_TYPE, newDecodeCounters } from './builtin-metrics.js';
 import {
   completionBody,
@@ -121,7 +121,8 @@ const ROUTE_LOG_NAME: Readonly<Record<GenerationKind, string>> = { chat: 'chat.c
 
 /** Where a generation's text goes as it comes, and how it ends. */
 interface GenerationWriter {
-  text(piece: string): void;
+  /** A piece of the answer, and the tokens of the prompt and of the answer so far. */
+  text(piece: string, counts: PieceCounts): void;
   finish(result: GenerationResult): void;
 }
 
@@ -185,13 +186,13 @@ class LlamaCompletionWriter implements GenerationWriter {
     private readonly final: (content: string, result: GenerationResult) => Record<string, unknown>,
   ) {}
 
-  text(piece: string): void {
+  text(piece: string, counts: PieceCounts): void {
     if (!this.stream) {
       this.content += piece;
       return;
     }
     this.start();
-    writeEvent(this.res, completionPiece(piece));
+    writeEvent(this.res, completionPiece(piece, counts));
   }
 
   finish(result: GenerationResult): void {
@@ -429,7 +430,7 @@ export class Host {
         kind === 'llama-completion' && request.kind === 'completion'
           ? new LlamaCompletionWriter(res, request.stream, (content, result) => completionFinal(content, request, result, nCtx, model))
           : new ResponseWriter(res, { kind: request.kind, id, created, model }, request.stream, request.includeUsage);
-      const result = await generate(engine, prompt, request, controller.signal, (text) => writer.text(text), { afterStep: this.afterStep, counters: this.counters, arrivedUs: started });
+      const result = await generate(engine, prompt, request, controller.signal, (text, completionTokens) => writer.text(text, { predicted: completionTokens, evaluated: prompt.tokens.length }), { afterStep: this.afterStep, counters: this.counters, arrivedUs: started });
       if (result.aborted && controller.signal.reason instanceof ShuttingDown && !request.stream) {
         sendError(res, 503, 'unavailable', 'the engine is shutting down');
       } else if (!result.aborted || controller.signal.reason instanceof ShuttingDown) {

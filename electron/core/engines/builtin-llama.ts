@@ -50,6 +50,8 @@ export const LLAMA_COMPLETION_BODY = openRecord(
     n_probs: unsupported((value) => value === 0),
     n_cmpl: unsupported((value) => value === 1),
     logit_bias: unsupported(isEmpty),
+    // node-llama-cpp cannot bias end-of-generation tokens away (its TokenBias skips them).
+    ignore_eos: unsupported((value) => value === false),
     lora: unsupported(isEmpty),
     image_data: unsupported(() => false),
     multimodal_data: unsupported(() => false),
@@ -128,9 +130,18 @@ export function timingsOf(result: Pick<GenerationResult, 'promptTokens' | 'cache
   return timings;
 }
 
-/** One event of a streamed `/completion` while it runs. */
-export function completionPiece(content: string): { index: 0; content: string; stop: false; id_slot: 0 } {
-  return { index: 0, content, stop: false, id_slot: 0 };
+/** Where a generation stands when a piece of it is streamed: the prompt's tokens and the tokens
+ *  generated so far. */
+export interface PieceCounts {
+  evaluated: number;
+  predicted: number;
+}
+
+/** One event of a streamed `/completion` while it runs, with the running counts llama-server puts
+ *  in each (clients count tokens by them: a piece of text can hold several tokens, or none while
+ *  a character's bytes are incomplete). */
+export function completionPiece(content: string, counts: PieceCounts): { index: 0; content: string; stop: false; id_slot: 0; tokens_predicted: number; tokens_evaluated: number } {
+  return { index: 0, content, stop: false, id_slot: 0, tokens_predicted: counts.predicted, tokens_evaluated: counts.evaluated };
 }
 
 /** The whole answer of a `/completion` (stream false), or the last event of a stream (its text

@@ -1,0 +1,51 @@
+/**
+ * bench:pacing's engine choice for the real-engine benchmark: what each engine runs, which modes it
+ * takes, and a bad flag refused with one line naming it (exit 2) before anything starts.
+ */
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { backendOf, benchName, defaultLlamaModes, engineArgv, LLAMA_MODES } from '../bench/pacing-llama.js';
+import { BUILTIN_HOST, ROOT } from '../fixtures/procs.js';
+
+const BENCH = join(ROOT, 'dist', 'test', 'bench', 'pacing-bench.js');
+const args = { model: '/m.gguf', port: 8123, ctx: 1024, threads: 1, gpuLayers: 0 };
+
+describe('the real-engine benchmark’s engines', () => {
+  it('runs the built-in engine with the llama-server’s model, context, threads and offload, joining the registry only in coop', () => {
+    expect(engineArgv('llama-server', '/bin/llama-server', args, null)).toEqual(['/bin/llama-server', '-m', '/m.gguf', '--host', '127.0.0.1', '--port', '8123', '-c', '1024', '-np', '1', '-t', '1', '-tb', '1', '-ngl', '0', '--metrics', '--no-warmup']);
+    expect(engineArgv('builtin', '', args, null)).toEqual([process.execPath, BUILTIN_HOST, '--model', '/m.gguf', '--ctx', '1024', '--gpu-layers', '0', '--threads', '1', '--port', '8123']);
+    expect(engineArgv('builtin', '', { ...args, gpuLayers: 999, threads: 4 }, { gpuKey: 'k', weight: 2, name: 'e0' }).slice(2)).toEqual(['--model', '/m.gguf', '--ctx', '1024', '--gpu-layers', 'max', '--threads', '4', '--port', '8123', '--gpu-key', 'k', '--weight', '2', '--name', 'e0']);
+  });
+
+  it('offers coop to the built-in engine only, and on the GPU runs what fits the check part', () => {
+    expect(LLAMA_MODES['llama-server']).not.toContain('coop');
+    expect(LLAMA_MODES.builtin).toContain('coop');
+    expect(defaultLlamaModes('gpu', 'llama-server')).toEqual(['free', 'gate']);
+    expect(defaultLlamaModes('gpu', 'builtin')).toEqual(['free', 'gate', 'coop']);
+    expect(defaultLlamaModes('cpu', 'builtin')).toEqual(LLAMA_MODES.builtin);
+    expect([benchName('gpu', 'llama-server'), benchName('cpu', 'llama-server'), benchName('gpu', 'builtin'), benchName('cpu', 'builtin')]).toEqual(['gpu', 'llama-server', 'gpu-builtin', 'builtin-cpu']);
+  });
+
+  it('reads the backend from the built-in engine’s "model loaded" line only', () => {
+    expect(backendOf('model loaded: m (4 layers, ctx 1024, 1 threads, gpu cuda, chat template General) in 0.31 s')).toBe('cuda');
+    expect(backendOf('model loaded: m (4 layers, ctx 1024, 1 threads, gpu none, chat template General) in 0.31 s')).toBe('none');
+    expect(backendOf('listening on 127.0.0.1:8123, gpu cuda, later')).toBeNull();
+  });
+});
+
+describe.skipIf(process.platform !== 'linux')('bench:pacing refuses a bad engine flag with one line', () => {
+  const cases: [string[], string][] = [
+    [['--engine', 'builtin'], '--engine: goes with --llama-server or --gpu'],
+    [['--llama-server', '--engine', 'vllm'], '--engine: unknown engine vllm (engines: llama-server, builtin)'],
+    [['--llama-server', '--engine', 'builtin', '--modes', 'coop,warp'], '--modes: mode warp is not one the builtin engine runs (free, naive, gate, coop)'],
+  ];
+  for (const [flags, message] of cases) {
+    it(flags.join(' '), () => {
+      const result = spawnSync(process.execPath, [BENCH, ...flags], { encoding: 'utf8', timeout: 60_000 });
+      expect(result.status).toBe(2);
+      expect(result.stderr.trim().split('\n')).toHaveLength(1);
+      expect(result.stderr).toContain(message);
+    });
+  }
+});
