@@ -203,7 +203,9 @@ describe('on a device with room for one engine', () => {
   }, 60_000);
 
   it('queues a load while a busy engine holds the room, then evicts it once idle', async () => {
-    const busy = streamChat(served, 'one', 400);
+    // Busy for as long as the context allows (~900 tokens): a 400-token answer could end on a fast
+    // machine before the second request was planned, and then there is nothing to queue behind.
+    const busy = streamChat(served, 'one', 900);
     await until(async () => ((await state(served)).gateway.queueDepth === 0 && (await state(served)).engines.some((e) => e.profileId === 'one' && e.state === 'running') ? true : undefined), 5_000, 'one busy');
     const started = Date.now();
     const second = streamChat(served, 'two', 4);
