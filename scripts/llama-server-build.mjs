@@ -214,8 +214,10 @@ if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(
   try {
     process.exitCode = main();
   } catch (error) {
-    if (error instanceof Missing) {
-      log(`llama-server:build: ${error.message}`);
+    // A flag that does not parse (node's ERR_PARSE_ARGS_*) is the caller's to fix, like a missing tool.
+    if (error instanceof Missing || String(error?.code).startsWith('ERR_PARSE_ARGS')) {
+      log(`llama-server:build: ${error.message.split('\n')[0]}`);
+      if (!(error instanceof Missing)) log(USAGE);
       process.exitCode = 2;
     } else {
       log(`llama-server:build failed: ${error instanceof Error ? error.message : String(error)}`);

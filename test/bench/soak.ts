@@ -13,7 +13,7 @@
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { flagsOrExit } from '../fixtures/flags.js';
 import type { AppState, EngineView, LaunchOutcome } from '../../electron/core/contract.js';
 import { GiB, MiB } from '../../electron/core/planner/policy.js';
 import type { GpuPeersView } from '../../electron/core/registry/view.js';
@@ -181,7 +181,7 @@ export async function runSoak(options: { minutes: number; seed: number; workers?
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { minutes: { type: 'string', default: '2' }, seed: { type: 'string', default: '1' }, json: { type: 'boolean', default: false } } });
+  const values = flagsOrExit('soak', 'usage: npm run soak -- [--minutes M] [--seed N] [--json]', { minutes: { type: 'string', default: '2' }, seed: { type: 'string', default: '1' }, json: { type: 'boolean', default: false } });
   const minutes = Number(values.minutes);
   const seed = Number(values.seed);
   if (!Number.isFinite(minutes) || minutes <= 0 || minutes > 24 * 60) throw new Error(`--minutes: must be a number of minutes above 0 (got ${values.minutes})`);

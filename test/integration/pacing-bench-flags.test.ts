@@ -49,3 +49,21 @@ describe.skipIf(process.platform !== 'linux')('bench:pacing refuses a bad engine
     });
   }
 });
+
+describe.skipIf(process.platform !== 'linux')('bench:pacing’s flags', () => {
+  it('names a flag it does not know and shows the usage, without a stack trace (exit 2)', () => {
+    const result = spawnSync(process.execPath, [BENCH, '--llama-server', '--repeats', '3'], { encoding: 'utf8', timeout: 60_000 });
+    expect(result.status).toBe(2);
+    expect(result.stderr.split('\n')[0]).toMatch(/^bench:pacing: Unknown option '--repeats'/);
+    expect(result.stderr).toContain('usage: npm run bench:pacing');
+    expect(result.stderr).not.toContain('    at ');
+  });
+
+  it('prints its usage on --help (stdout, exit 0) and starts nothing', () => {
+    const result = spawnSync(process.execPath, [BENCH, '--help'], { encoding: 'utf8', timeout: 60_000 });
+    expect(result.status).toBe(0);
+    expect(result.stdout).toMatch(/^usage: npm run bench:pacing -- \[flags\]/);
+    expect(result.stdout).toContain('--llama-server | --gpu');
+    expect(result.stderr).toBe('');
+  });
+});

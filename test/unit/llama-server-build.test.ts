@@ -73,4 +73,19 @@ describe('llama-server:build', () => {
       expect(result.stdout).toBe('');
     }
   });
+
+  it('names a flag it does not know, or a stray word, and shows the usage instead of a stack trace (exit 2)', () => {
+    for (const [args, text] of [
+      [['--cudaa'], "llama-server:build: Unknown option '--cudaa'"],
+      [['build'], "llama-server:build: Unexpected argument 'build'"],
+    ] as const) {
+      const result = spawnSync(process.execPath, [SCRIPT, ...args], { encoding: 'utf8' });
+      expect(result.status).toBe(2);
+      const lines = result.stderr.trim().split('\n');
+      expect(lines).toHaveLength(2);
+      expect(lines[0]).toContain(text);
+      expect(lines[1]).toMatch(/^usage: llama-server-build /);
+      expect(result.stderr).not.toContain('    at ');
+    }
+  });
 });
