@@ -82,6 +82,8 @@ describe('gpu-share launch', () => {
     expect((await exitOf(child)).code).toBe(0);
     expect(stderr.at(-1)).toBe('stopped tiny');
     expect(cli(['engines', '--data-dir', dataDir]).stdout).toContain('no engines running');
+    expect(cli(['engines', '--data-dir', dataDir]).stdout).not.toContain('no such folder');
+    expect(cli(['engines', '--data-dir', join(dataDir, 'typo')]).stdout).toContain(`no engines running in ${join(dataDir, 'typo')} (no such folder`);
   });
 
   it('refuses --port for an engine that picks its own, naming the flag', () => {

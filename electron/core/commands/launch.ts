@@ -225,7 +225,9 @@ export function runEngines(options: { dataDir: string; json: boolean }, io: Comm
     return 0;
   }
   if (engines.length === 0) {
-    io.out('no engines running (start one with: gpu-share launch PROFILE or --model FILE.gguf)');
+    // A folder that is not there is usually a mistyped --data-dir: say which one was read.
+    const where = existsSync(options.dataDir) ? '' : ` in ${options.dataDir} (no such folder: serve and launch keep engines in their --data-dir)`;
+    io.out(`no engines running${where} (start one with: gpu-share launch PROFILE or --model FILE.gguf)`);
     return 0;
   }
   io.out('NAME                 KIND          PID     PORT   DEVICE        SINCE');
