@@ -19,6 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildFakeGpu, fakeUuid, writeFakeNvml } from '../fixtures/fake-nvml/build.js';
 import type { GpuCheck } from '../fixtures/gpu-checks.js';
 import { FAKE_LLAMA_SERVER, ROOT } from '../fixtures/procs.js';
+import { removeSegment } from '../fixtures/segments.js';
 
 const MiB = 1024 * 1024;
 const CHECKS = join(ROOT, 'dist', 'test', 'fixtures', 'gpu-checks.js');
@@ -31,6 +32,8 @@ const NAMES = {
   capacity: 'plan: REJECT_CAPACITY while a foreign process holds all but 2 GiB, ADMIT once it lets go',
 };
 
+/** The fake GPU's key, its own per run: the checks' engines join this device's registry. */
+const KEY = fakeUuid(0x4200_0000 + process.pid);
 let dir = '';
 let server = '';
 let env: NodeJS.ProcessEnv = {};
@@ -43,15 +46,14 @@ beforeAll(() => {
   const gpu = buildFakeGpu(join(dir, 'gpu'));
   const state = join(dir, 'state.json');
   // An H200 as nvidia-smi showed it: 143771 MiB, 645 MB used by the driver with nothing running.
-  // A key of its own per run: the engines join this device's registry.
   writeFakeNvml(state, {
     cudaDir: join(dir, 'held'),
-    devices: [{ uuid: fakeUuid(0x4200_0000 + process.pid), name: 'NVIDIA H200 (fake)', total: 143771 * MiB, used: 645_000_000, util: 0, temp: 31, powerMw: 76_000, processes: [] }],
+    devices: [{ uuid: KEY, name: 'NVIDIA H200 (fake)', total: 143771 * MiB, used: 645_000_000, util: 0, temp: 31, powerMw: 76_000, processes: [] }],
   });
   busyState = join(dir, 'busy.json');
   writeFakeNvml(busyState, {
     cudaDir: join(dir, 'held'),
-    devices: [{ uuid: fakeUuid(0x4200_0000 + process.pid), name: 'NVIDIA H200 (fake)', total: 143771 * MiB, used: 20_000_000_000, processes: [] }],
+    devices: [{ uuid: KEY, name: 'NVIDIA H200 (fake)', total: 143771 * MiB, used: 20_000_000_000, processes: [] }],
   });
   server = join(dir, 'llama-server');
   writeFileSync(server, `#!/bin/sh\nexec '${process.execPath}' '${FAKE_LLAMA_SERVER}' --hold-model-on-gpu --load-ms 300 "$@"\n`);
@@ -74,6 +76,7 @@ beforeAll(() => {
 
 afterAll(() => {
   if (dir !== '') rmSync(dir, { recursive: true, force: true });
+  removeSegment(KEY);
 });
 
 interface Run {
