@@ -20,6 +20,7 @@ import {
   type AppState,
   type DeviceHistoryPoint,
   type DeviceView,
+  type LaunchDefault,
   type EngineView,
   type RatePoint,
   type LaunchOutcome,
@@ -442,6 +443,7 @@ class GpuShareCore implements Core {
       devices,
       engines: this.supervisor.list().map((e) => this.engineView(e, peersByKey.get(e.gpuKey))),
       profiles: this.profiles.list(),
+      launchDefaults: this.launchDefaults(devices),
       dataProblems: [this.settings.loadProblem?.message, this.profiles.loadProblem === null ? undefined : `${this.profiles.loadProblem.message}; the file was kept as ${this.profiles.loadProblem.backup}`].filter((m): m is string => m !== undefined),
       profileFailures: [...this.failures.values()].filter((f) => this.profiles.get(f.profileId) !== undefined).map((f) => ({ ...f })),
       policy: this.policyView(settings),
@@ -449,6 +451,17 @@ class GpuShareCore implements Core {
       gateway: { queueDepth: this.gateway.depth, queueLimit: this.gateway.limit },
       api: { port: this.apiPort, dataDir: this.dataDir, token: settings.apiToken },
     };
+  }
+
+  /** Each profile's default device for Launch, by the same rule as launchDevice (the header's
+   *  selection, which only the dashboard knows, is applied there). */
+  private launchDefaults(devices: readonly DeviceView[]): LaunchDefault[] {
+    const candidates = devices.map((d) => ({ key: d.key, freeBytes: d.vram?.freeBytes ?? null }));
+    return this.profiles.list().flatMap((profile) => {
+      const choice = chooseLaunchDevice({ preferred: profile.gpuKey, devices: candidates });
+      if (choice === null || (choice.why !== 'preferred' && choice.why !== 'only' && choice.why !== 'most-free')) return [];
+      return [{ profileId: profile.id, gpuKey: choice.key, why: choice.why }];
+    });
   }
 
   async close(): Promise<void> {

@@ -142,6 +142,15 @@ export interface ProfileFailure {
   atUs: number;
 }
 
+/** A profile's default launch device. `preferred`: the profile's own device, present now: it wins
+ *  over the device selected in the dashboard's header. `only` / `most-free`: the device the core
+ *  would choose; a device selected in the header comes first. */
+export interface LaunchDefault {
+  profileId: string;
+  gpuKey: string;
+  why: 'preferred' | 'only' | 'most-free';
+}
+
 export interface PolicyView {
   labPaused: boolean;
   draining: boolean;
@@ -157,6 +166,9 @@ export interface AppState {
   devices: DeviceView[];
   engines: EngineView[];
   profiles: Profile[];
+  /** Where Launch would put each profile (by the core's rule, device-pinning.ts), so that the
+   *  dashboard needs no rule of its own: see LaunchDefault. */
+  launchDefaults: LaunchDefault[];
   /** Profiles whose last load failed, with why. */
   profileFailures: ProfileFailure[];
   /** Data files found unusable at start and set aside (settings, profiles): what and where kept. */

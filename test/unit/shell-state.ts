@@ -57,6 +57,7 @@ export function sketchState(): AppState {
     devices: [device({ peers, schedule: { periodUs: 120_000, windows } })],
     engines: [engine('qwen-chat-1', { weight: 2, slot: 0 }), engine('coder-1', { slot: 1, kind: 'llama-server' }), engine('embed-1', { slot: 2 })],
     profiles: [profile('qwen-chat'), profile('coder'), profile('embed'), profile('big-model', 'Big model')],
+    launchDefaults: [],
     profileFailures: [],
     dataProblems: [],
     policy: { labPaused: false, draining: false, idleUnloadMinutes: null, revision: 'm10-v1' },

@@ -222,13 +222,30 @@ describe('HttpBridge events', () => {
     expect(connections).toBe(2);
   });
 
-  it('keeps retrying with backoff while the server refuses, and goes live when it accepts', async () => {
+  it('stops at a refused token (401) and says so: no retry can bring it back', async () => {
+    let attempts = 0;
+    handler = (_req, res) => {
+      attempts++;
+      json(res, 401, { error: { code: 'UNAUTHORIZED', message: 'missing or wrong token' } });
+    };
+    const api = bridge();
+    const states: ConnectionStatus['state'][] = [];
+    api.onConnection((status) => states.push(status.state));
+    api.subscribe(() => undefined);
+    await waitFor(() => api.connection().state === 'refused', 'the refused state');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(attempts).toBe(1);
+    expect(states).toEqual(['connecting', 'refused']);
+    expect(api.connection().detail).toBe('UNAUTHORIZED: missing or wrong token');
+  });
+
+  it('keeps retrying with backoff while the server cannot answer, and goes live when it accepts', async () => {
     let attempts = 0;
     const times: number[] = [];
     handler = (_req, res) => {
       attempts++;
       times.push(Date.now());
-      if (attempts < 4) return json(res, 401, { error: { code: 'UNAUTHORIZED', message: 'bad token' } });
+      if (attempts < 4) return json(res, 503, { error: { code: 'QUEUE_FULL', message: 'busy' } });
       res.writeHead(200, { 'Content-Type': 'text/event-stream' });
       res.write(': ok\n\n');
     };
@@ -238,7 +255,7 @@ describe('HttpBridge events', () => {
     api.subscribe(() => undefined);
     await waitFor(() => api.connection().state === 'live', 'live after three refusals');
     expect(attempts).toBe(4);
-    expect(details).toContain('UNAUTHORIZED: bad token');
+    expect(details).toContain('QUEUE_FULL: busy');
     const gaps = times.slice(1).map((t, i) => t - (times[i] ?? t));
     // 20, 40, 80 ms (capped at 80): each at least the backoff, allowing for timer slack.
     expect(gaps[0]).toBeGreaterThanOrEqual(15);

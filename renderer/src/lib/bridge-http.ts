@@ -250,6 +250,13 @@ export class HttpBridge implements GpuShareApi {
         if (!response.ok || response.body === null) {
           const error = errorFromResponse(response.status, await response.text().catch(() => ''));
           detail = `${error.code}: ${error.message}`;
+          if (response.status === 401) {
+            // The token is wrong or was changed: no retry brings it back; the page asks for the
+            // address with the current token.
+            this.stream = null;
+            this.setStatus({ state: 'refused', detail, retryAtMs: null });
+            return;
+          }
         } else {
           attempt = 0;
           this.setStatus({ state: 'live', detail: null, retryAtMs: null });

@@ -6,11 +6,18 @@ const a = deviceView({ key: 'GPU-a', name: 'Sim A', vram: vramView({ totalBytes:
 const b = deviceView({ key: 'GPU-b', name: 'Sim B', vram: vramView({ totalBytes: 24 * GiB, freeBytes: 20 * GiB }) });
 
 describe('the launch device', () => {
-  it("defaults to the profile's device while present, then the header's choice, then the most free memory", () => {
-    expect(defaultLaunchDevice({ gpuKey: 'GPU-a' }, 'GPU-b', [a, b])).toBe('GPU-a');
-    expect(defaultLaunchDevice({ gpuKey: 'GPU-gone' }, 'GPU-a', [a, b])).toBe('GPU-a');
-    expect(defaultLaunchDevice({ gpuKey: null }, null, [a, b])).toBe('GPU-b');
-    expect(defaultLaunchDevice({ gpuKey: null }, null, [])).toBeNull();
+  it("defaults to the profile's device while present, then the header's choice, then the core's choice", () => {
+    const defaults = [
+      { profileId: 'pinned', gpuKey: 'GPU-a', why: 'preferred' as const },
+      { profileId: 'free', gpuKey: 'GPU-b', why: 'most-free' as const },
+    ];
+    expect(defaultLaunchDevice('pinned', 'GPU-b', defaults, [a, b])).toBe('GPU-a');
+    expect(defaultLaunchDevice('free', 'GPU-a', defaults, [a, b])).toBe('GPU-a');
+    expect(defaultLaunchDevice('free', null, defaults, [a, b])).toBe('GPU-b');
+    // A header choice that is gone (its device left) does not count.
+    expect(defaultLaunchDevice('free', 'GPU-gone', defaults, [a, b])).toBe('GPU-b');
+    expect(defaultLaunchDevice('unknown', null, defaults, [a, b])).toBeNull();
+    expect(defaultLaunchDevice('free', null, [], [])).toBeNull();
   });
 
   it('lists every device with its place, name and free memory, and names the one planned for', () => {

@@ -1,8 +1,8 @@
-/** The device selector of the Launch dialog and Add/Edit model: its options and its default, by
- *  the core's own rule (device-pinning.ts): the profile's preferred device while present, else
- *  the device chosen in the header, else the one with the most free memory. */
-import type { DeviceView, Profile } from '../../../electron/core/contract.js';
-import { chooseLaunchDevice } from '../../../electron/core/engines/device-pinning.js';
+/** The device selector of the Launch dialog and Add/Edit model: its options and its default. The
+ *  default is the core's (AppState.launchDefaults, by device-pinning.ts's rule): the profile's
+ *  preferred device while present, else the device chosen in the header, else the core's choice
+ *  (the only device, or the one with the most free memory). */
+import type { DeviceView, LaunchDefault } from '../../../electron/core/contract.js';
 import { deviceLabel, formatBytes } from '../../../electron/core/planner/describe.js';
 
 export interface DeviceOption {
@@ -12,8 +12,11 @@ export interface DeviceOption {
 }
 
 /** `selectedKey`: the device the user chose in the header; null when they never chose one. */
-export function defaultLaunchDevice(profile: Pick<Profile, 'gpuKey'>, selectedKey: string | null, devices: readonly DeviceView[]): string | null {
-  return chooseLaunchDevice({ preferred: profile.gpuKey, selected: selectedKey, devices: devices.map((d) => ({ key: d.key, freeBytes: d.vram?.freeBytes ?? null })) })?.key ?? null;
+export function defaultLaunchDevice(profileId: string, selectedKey: string | null, launchDefaults: readonly LaunchDefault[], devices: readonly Pick<DeviceView, 'key'>[]): string | null {
+  const core = launchDefaults.find((d) => d.profileId === profileId) ?? null;
+  if (core?.why === 'preferred') return core.gpuKey;
+  if (selectedKey !== null && devices.some((d) => d.key === selectedKey)) return selectedKey;
+  return core?.gpuKey ?? null;
 }
 
 export function deviceOptions(devices: readonly DeviceView[]): DeviceOption[] {

@@ -1,10 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { peerColour, slotHue, SLOT_COUNT } from './colors.js';
-import { backoffDelayMs } from './connection.js';
+import { backoffDelayMs, connectionWords, parsePastedAddress } from './connection.js';
 import { agoWords, canKill, canStop, cardState, crashWords, engineForProfile } from './engine-state.js';
 import { pacingSummary, pressureTone, shareSegments } from './pacing.js';
 import { takeToken, tokenFromFragment, TOKEN_STORAGE_KEY } from './token.js';
-import { viewForShortcut, viewFromHash } from './views.js';
+import { viewForShortcut, viewFromHash, viewLabel, VIEWS } from './views.js';
+import { deviceNoun, memoryNoun } from './vram.js';
+import { engineOfPeer, tokenRate, TOKEN_RATE_LABEL } from './token-rate.js';
 import { deviceView, engineView, peerRow } from '../test/fixtures.js';
 
 describe('peer colours', () => {
@@ -133,5 +135,51 @@ describe('crash words', () => {
     expect(crashWords(engineView({ state: 'crashed', exitCode: 3, exitedAtUs: null }), 0)).toBe('crashed (exit code 3)');
     expect(agoWords(-5)).toBe('0.0 s ago');
     expect(agoWords(180_000)).toBe('3 min ago');
+  });
+});
+
+describe('a refused token', () => {
+  it('says so in the top bar', () => {
+    expect(connectionWords({ state: 'refused', detail: 'UNAUTHORIZED: x', retryAtMs: null })).toBe('token refused');
+  });
+
+  it('takes the address serve printed and explains anything else', () => {
+    expect(parsePastedAddress(' http://127.0.0.1:7787/#token=abc ')).toEqual({ ok: true, origin: 'http://127.0.0.1:7787', token: 'abc' });
+    expect(parsePastedAddress('http://[::1]:9000/#peers&token=t-2')).toEqual({ ok: true, origin: 'http://[::1]:9000', token: 't-2' });
+    const refusals = ['', 'abc', 'javascript:alert(1)#token=x', 'http://127.0.0.1:7787/', 'http://127.0.0.1:7787/?token=abc'].map((text) => parsePastedAddress(text));
+    for (const r of refusals) expect(r.ok).toBe(false);
+    expect(refusals.map((r) => (r.ok ? '' : r.message))).toEqual([
+      expect.stringContaining('paste the address'),
+      expect.stringContaining('not an address'),
+      expect.stringContaining('javascript:'),
+      expect.stringContaining('no token'),
+      expect.stringContaining('no token'),
+    ]);
+  });
+});
+
+describe('the host CPU as a device', () => {
+  it('is a CPU with memory, never a GPU with VRAM, in every view name', () => {
+    expect(deviceNoun({ key: 'cpu-0' })).toBe('CPU');
+    expect(deviceNoun({ key: 'GPU-1', source: 'nvml' })).toBe('GPU');
+    expect(deviceNoun(null)).toBe('GPU');
+    expect(memoryNoun({ key: 'cpu-0' })).toBe('Memory');
+    const gpuView = VIEWS.find((v) => v.id === 'gpu');
+    if (gpuView === undefined) throw new Error('no device view');
+    expect(viewLabel(gpuView, 'CPU')).toBe('CPU');
+    expect(viewLabel(gpuView, 'GPU')).toBe('GPU');
+    expect(VIEWS.filter((v) => v.id !== 'gpu').map((v) => viewLabel(v, 'CPU'))).toEqual(['Peers', 'Timeline', 'Models', 'Settings']);
+  });
+});
+
+describe('tokens per second', () => {
+  it('is one figure with one name, of the engine behind the peer (by its id, not its slot)', () => {
+    const engines = [engineView({ id: 'a', slot: 0, tokensPerSecond: 57.4 }), engineView({ id: 'b', slot: 1, tokensPerSecond: 20.5 })];
+    expect(tokenRate(engineOfPeer({ engineId: 'b' }, engines))).toEqual({ text: '20.5', title: expect.stringContaining('last 2 s') });
+    expect(engineOfPeer({ engineId: null }, engines)).toBeNull();
+    expect(engineOfPeer(undefined, engines)).toBeNull();
+    expect(tokenRate(null).text).toBe('—');
+    expect(tokenRate(engineView({ id: 'c', kind: 'command', tokensPerSecond: null })).title).toContain('no token counter');
+    expect(TOKEN_RATE_LABEL).toBe('tok/s');
   });
 });

@@ -9,6 +9,7 @@ import type { PlacementPlan, Verdict } from '../../../electron/core/contract.js'
 import { elsewhereAdvice, explainReason, formatBytes } from '../../../electron/core/planner/describe.js';
 import type { Reason } from '../../../electron/core/planner/types.js';
 import type { Tone } from './pacing.js';
+import { deviceNoun } from './vram.js';
 
 export interface VerdictChip {
   label: string;
@@ -109,9 +110,9 @@ function headlineHere(plan: PlacementPlan, nameOf: NameOf): string {
       const reason = firstReason(plan, 'DRAINING', 'LAB_PAUSED', 'CAPABILITY_NOT_ALLOWED');
       switch (reason?.code) {
         case 'DRAINING':
-          return 'REJECT_POLICY: the device is draining — turn drain off in the GPU view to place new work';
+          return `REJECT_POLICY: the device is draining — turn drain off in the ${deviceNoun(plan.device)} view to place new work`;
         case 'LAB_PAUSED':
-          return 'REJECT_POLICY: lab work is paused — resume it in the GPU view, or give the profile another priority';
+          return `REJECT_POLICY: lab work is paused — resume it in the ${deviceNoun(plan.device)} view, or give the profile another priority`;
         case 'CAPABILITY_NOT_ALLOWED':
           return `REJECT_POLICY: "${reason.capability ?? ''}" is not an allowed capability`;
         default:

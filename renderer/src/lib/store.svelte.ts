@@ -93,7 +93,7 @@ export class DashboardStore {
 
   /** The server or app core is gone: every control is off and the data is stale. */
   get offline(): boolean {
-    return this.connection.state === 'lost';
+    return this.connection.state === 'lost' || this.connection.state === 'refused';
   }
 
   get devices(): DeviceView[] {

@@ -9,6 +9,12 @@ export const VIEWS: readonly { id: ViewId; label: string }[] = [
   { id: 'settings', label: 'Settings' },
 ];
 
+/** A view's name in the navigation: the device view is named for what the device is (the host
+ *  CPU as a device is "CPU", not "GPU"). */
+export function viewLabel(view: { id: ViewId; label: string }, deviceNoun: 'CPU' | 'GPU'): string {
+  return view.id === 'gpu' ? deviceNoun : view.label;
+}
+
 export const isViewId = (value: string | null): value is ViewId => VIEWS.some((view) => view.id === value);
 
 /** Alt+digit → view; null for any other key. */

@@ -138,8 +138,14 @@ export function physicalUseFraction(view: VramView): number | null {
 
 /** What a device's memory is called: the host CPU's is memory (RAM), a GPU's is VRAM. */
 export function memoryNoun(device: { key: string; source?: string | null } | null): 'Memory' | 'VRAM' {
-  if (device === null) return 'VRAM';
-  return device.key === 'cpu-0' || device.source === 'cpu' ? 'Memory' : 'VRAM';
+  return deviceNoun(device) === 'CPU' ? 'Memory' : 'VRAM';
+}
+
+/** What the device is called in words ("the GPU view", "sharing this CPU"): the host CPU as a
+ *  device is a CPU, never a GPU. */
+export function deviceNoun(device: { key: string; source?: string | null } | null): 'CPU' | 'GPU' {
+  if (device === null) return 'GPU';
+  return device.key === 'cpu-0' || device.source === 'cpu' ? 'CPU' : 'GPU';
 }
 
 /** The legend line of a pressure mark on the bar. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createThrottle, isWeightKey, parseWeightInput, positionToWeight, SLIDER_STEPS, stepWeight, weightToPosition, WEIGHT_LADDER, WEIGHT_MARKS, type Timers } from './weight.js';
+import { createThrottle, isWeightKey, parseWeightInput, positionToWeight, SLIDER_STEPS, stepWeight, weightToPosition, WEIGHT_MARKS, type Timers } from './weight.js';
 import { WEIGHT_PRESETS } from '../../../electron/core/contract.js';
 
 /** Timers stepped by hand: nothing sleeps. */
@@ -69,26 +69,38 @@ describe('log-scale slider', () => {
 });
 
 describe('keyboard steps', () => {
-  it('walks the ladder with arrows from a ladder value or in between', () => {
-    expect(stepWeight(1, 'ArrowUp')).toBe(1.25);
-    expect(stepWeight(1, 'ArrowRight')).toBe(1.25);
-    expect(stepWeight(1, 'ArrowDown')).toBe(0.75);
-    expect(stepWeight(1.1, 'ArrowUp')).toBe(1.25);
+  it('steps ×1.1 with the arrows, at two significant figures', () => {
+    expect(stepWeight(1, 'ArrowUp')).toBe(1.1);
+    expect(stepWeight(1, 'ArrowRight')).toBe(1.1);
+    expect(stepWeight(1, 'ArrowDown')).toBe(0.91);
     expect(stepWeight(1.1, 'ArrowLeft')).toBe(1);
+    expect(stepWeight(2, 'ArrowUp')).toBe(2.2);
+    expect(stepWeight(10, 'ArrowDown')).toBe(9.1);
     expect(stepWeight(100, 'ArrowUp')).toBe(100);
     expect(stepWeight(0.01, 'ArrowDown')).toBe(0.01);
-    expect(stepWeight(50, 'ArrowDown')).toBe(30);
-    expect(stepWeight(40, 'ArrowDown')).toBe(30);
-    expect(stepWeight(0.02, 'ArrowUp')).toBe(0.03);
+    // Out of range or not a number: from the nearest end, or from 1.
+    expect(stepWeight(500, 'ArrowDown')).toBe(91);
+    expect(stepWeight(Number.NaN, 'ArrowUp')).toBe(1.1);
   });
 
-  it('visits every ladder value going up and down', () => {
-    const up = [0.01];
-    while ((up[up.length - 1] ?? 100) < 100) up.push(stepWeight(up[up.length - 1] ?? 100, 'ArrowUp'));
-    expect(up).toEqual(WEIGHT_LADDER);
-    const down = [100];
-    while ((down[down.length - 1] ?? 0.01) > 0.01) down.push(stepWeight(down[down.length - 1] ?? 0.01, 'ArrowDown'));
-    expect(down).toEqual([...WEIGHT_LADDER].reverse());
+  it('never stands still and never jumps: every arrow press moves by 4–15 % (two significant figures), end to end', () => {
+    for (const key of ['ArrowUp', 'ArrowDown'] as const) {
+      let w = key === 'ArrowUp' ? 0.01 : 100;
+      let presses = 0;
+      while (key === 'ArrowUp' ? w < 100 : w > 0.01) {
+        const next = stepWeight(w, key);
+        const ratio = key === 'ArrowUp' ? next / w : w / next;
+        if (next !== 100 && next !== 0.01) {
+          expect(ratio, `${w} → ${next}`).toBeGreaterThan(1.04);
+          expect(ratio, `${w} → ${next}`).toBeLessThan(1.15);
+        }
+        w = next;
+        presses++;
+      }
+      // Four decades at ~×1.1 a press: about 97 presses, never a runaway.
+      expect(presses).toBeGreaterThan(80);
+      expect(presses).toBeLessThan(110);
+    }
   });
 
   it('doubles, halves and jumps to the ends', () => {

@@ -33,36 +33,42 @@ export function weightToPosition(weight: number): number {
   return Math.round(Math.min(SLIDER_STEPS, Math.max(0, raw)));
 }
 
-/** The values the arrow keys walk through: round numbers, about seven per decade. */
-export const WEIGHT_LADDER: readonly number[] = [
-  0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.75, 1, 1.25, 1.5, 2, 2.5, 3, 4, 5, 6, 7.5, 10, 15, 20, 30, 50, 75, 100,
-];
-
 export type WeightKey = 'ArrowUp' | 'ArrowRight' | 'ArrowDown' | 'ArrowLeft' | 'PageUp' | 'PageDown' | 'Home' | 'End';
 const WEIGHT_KEYS: readonly string[] = ['ArrowUp', 'ArrowRight', 'ArrowDown', 'ArrowLeft', 'PageUp', 'PageDown', 'Home', 'End'];
 
 export const isWeightKey = (key: string): key is WeightKey => WEIGHT_KEYS.includes(key);
 
+/** One arrow press: ×1.1 or ÷1.1, fine enough to set 2:1 against 1.9:1 from the keyboard. */
+export const ARROW_FACTOR = 1.1;
+
+/** `weight × factor` at two significant figures, always a different value than `weight` (at 1.0
+ *  and below the rounding alone could give the same number back), within the slider's range. */
+function scaleWeight(weight: number, factor: number): number {
+  const clampSlider = (w: number): number => Math.min(SLIDER_MAX_WEIGHT, Math.max(SLIDER_MIN_WEIGHT, w));
+  const scaled = clampSlider(roundWeight(weight * factor));
+  if (scaled !== weight || scaled === SLIDER_MAX_WEIGHT || scaled === SLIDER_MIN_WEIGHT) return scaled;
+  // The last significant figure's unit, one step further in the same direction.
+  const unit = 10 ** (Math.floor(Math.log10(weight)) - 1);
+  return clampSlider(roundWeight(factor > 1 ? weight + unit : weight - unit));
+}
+
 /**
- * The weight after a key press: arrows move to the next ladder value (from anywhere in between,
- * the first one strictly beyond), Page keys double or halve, Home/End go to the slider's ends.
- * Always within 0.01–100.
+ * The weight after a key press: arrows multiply or divide by 1.1 (two significant figures), Page
+ * keys double or halve, Home/End go to the slider's ends. Always within 0.01–100.
  */
 export function stepWeight(current: number, key: WeightKey): number {
-  const value = Number.isFinite(current) && current > 0 ? current : 1;
-  const clampSlider = (w: number): number => Math.min(SLIDER_MAX_WEIGHT, Math.max(SLIDER_MIN_WEIGHT, w));
-  const epsilon = 1e-9;
+  const value = Number.isFinite(current) && current > 0 ? Math.min(SLIDER_MAX_WEIGHT, Math.max(SLIDER_MIN_WEIGHT, current)) : 1;
   switch (key) {
     case 'ArrowUp':
     case 'ArrowRight':
-      return WEIGHT_LADDER.find((w) => w > value + epsilon) ?? SLIDER_MAX_WEIGHT;
+      return scaleWeight(value, ARROW_FACTOR);
     case 'ArrowDown':
     case 'ArrowLeft':
-      return [...WEIGHT_LADDER].reverse().find((w) => w < value - epsilon) ?? SLIDER_MIN_WEIGHT;
+      return scaleWeight(value, 1 / ARROW_FACTOR);
     case 'PageUp':
-      return roundWeight(clampSlider(value * 2));
+      return scaleWeight(value, 2);
     case 'PageDown':
-      return roundWeight(clampSlider(value / 2));
+      return scaleWeight(value, 0.5);
     case 'Home':
       return SLIDER_MIN_WEIGHT;
     case 'End':

@@ -72,6 +72,7 @@ export function appState(overrides: Partial<AppState> = {}): AppState {
     devices: [deviceView()],
     engines: [engineView()],
     profiles: [],
+    launchDefaults: [],
     profileFailures: [],
     dataProblems: [],
     policy: { labPaused: false, draining: false, idleUnloadMinutes: null, revision: 'm10-v1' },
