@@ -605,7 +605,8 @@ class GpuShareCore implements Core {
         let text: string | null = null;
         try {
           // Its port asks for the secret the supervisor gave it.
-          const response = await fetch(`http://127.0.0.1:${engine.port}/metrics`, { headers: { authorization: `Bearer ${this.supervisor.secretOf(engine.id)}` }, signal: AbortSignal.timeout(1_000) });
+          const secret = this.supervisor.secretOf(engine.id);
+          const response = await fetch(`http://127.0.0.1:${engine.port}/metrics`, { headers: secret === null ? {} : { authorization: `Bearer ${secret}` }, signal: AbortSignal.timeout(1_000) });
           text = response.ok ? await response.text() : null;
         } catch {
           text = null;
