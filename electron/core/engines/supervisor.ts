@@ -334,6 +334,7 @@ export class Supervisor {
     const base = this.deps.snapshot(gpuKey);
     const request: PlanRequest = {
       capability: spec.capability,
+      profileName: spec.name,
       modelKey: spec.modelKey,
       contextSize: spec.contextSize,
       gpuLayers: spec.gpuLayers,
