@@ -52,8 +52,9 @@ function emptyHome(): { home: string; env: NodeJS.ProcessEnv; dataDir: string } 
   return { home, env: { ...rest, HOME: home }, dataDir: join(home, '.local', 'share', 'gpu-share') };
 }
 
-async function launch(env: NodeJS.ProcessEnv, args: string[]): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [CLI, 'launch', '--sim', sim, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env, cwd: dir });
+/** `gpu-share launch ARGS`, on the simulated device unless `onThisMachine`. */
+async function launch(env: NodeJS.ProcessEnv, args: string[], onThisMachine = false): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, [CLI, 'launch', ...(onThisMachine ? [] : ['--sim', sim]), ...args], { stdio: ['ignore', 'pipe', 'pipe'], env, cwd: dir });
   children.push(child);
   const stderr: string[] = [];
   createInterface({ input: child.stderr! }).on('line', (line) => stderr.push(line));
@@ -72,8 +73,13 @@ const chatBody = JSON.stringify({ messages: [{ role: 'user', content: 'Say hi.' 
 describe('gpu-share launch on a new machine', () => {
   it('runs in an empty HOME, makes the data folder owner-only, and its URL answers plain requests (fetch and the openai client)', async () => {
     const { env, dataDir } = emptyHome();
-    const { child, url } = await launch(env, ['--model', model, '--ctx', '256', '--threads', '1']);
+    // On this machine's own first device (the host CPU where there is no GPU), not a simulated
+    // one: only a real device measures the engine's memory, which is then saved in the data
+    // folder (where the first launch used to die with ENOENT). The engine is idle but for the
+    // few requests below, so it takes nothing from other peers of that registry.
+    const { child, url } = await launch(env, ['--model', model, '--ctx', '256', '--threads', '1'], true);
     expect(statSync(dataDir).mode & 0o777).toBe(0o700);
+    expect(existsSync(join(dataDir, 'envelopes.json'))).toBe(true);
     // As curl would send it: no Authorization at all.
     const plain = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: chatBody });
     expect(plain.status).toBe(200);
