@@ -9,6 +9,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { modelIdsOf } from '../../electron/core/contract.js';
 import { modelList, parseCompletionRequest, resolveModel } from '../../electron/core/api/gateway.js';
 import { toApiError } from '../../electron/core/app.js';
+import { profileNamed } from '../../electron/core/commands/launch.js';
+import { FakeClock } from '../../electron/core/clock.js';
+import { Supervisor, type LaunchSpec } from '../../electron/core/engines/supervisor.js';
+import { GiB } from '../../electron/core/planner/policy.js';
+import { simSupervisorDeps } from '../fixtures/supervisor-deps.js';
 import { PROFILE_NAME_MAX_BYTES, ProfileError, ProfileNameTakenError, ProfileStore, uniqueProfileNames, validateProfile, type Profile, type ProfileInput } from '../../electron/core/engines/profiles.js';
 
 const dirs: string[] = [];
@@ -121,5 +126,29 @@ describe('model ids', () => {
     expect(resolveModel('Qwen 7b', [slug])).toBeNull();
     // Through the request parser: chat-b's request goes to chat-b alone.
     expect(parseCompletionRequest('/v1/chat/completions', { model: 'chat-b', messages: [{ role: 'user', content: 'hi' }] }, [a, b]).profiles.map((p) => p.id)).toEqual(['chat-b']);
+  });
+});
+
+describe('plan history', () => {
+  it("names the profile planned (its name), beside the capability, without changing the plan's fingerprint", () => {
+    const supervisor = new Supervisor(simSupervisorDeps({ clock: new FakeClock(), gpuKey: 'GPU-sim' }));
+    const spec = (name: string): LaunchSpec => ({ profileId: name, name, kind: 'builtin', capability: 'chat', modelPath: '/m/tiny.gguf', modelKey: 'k', contextSize: 256, gpuLayers: 99, threads: 1, weight: 1, priority: 'interactive', pinned: false, command: null, args: [], env: {}, peakBytes: 1 * GiB, peakSource: 'ESTIMATED' });
+    const a = supervisor.plan(spec('chat-a'));
+    const b = supervisor.plan(spec('chat-b'));
+    expect([a.request.profileName, b.request.profileName]).toEqual(['chat-a', 'chat-b']);
+    expect(a.request.capability).toBe('chat');
+    // A label: the same model, context and engine plan to the same fingerprint.
+    expect(a.fingerprint).toBe(b.fingerprint);
+  });
+});
+
+describe('gpu-share launch PROFILE', () => {
+  it('finds a profile by its id, else by its name in any letter case', () => {
+    const qwen = profile('qwen-7b', 'Qwen 7B');
+    const other = profile('z', 'qwen-7b');
+    expect(profileNamed([qwen, other], 'qwen-7b')).toBe(qwen);
+    expect(profileNamed([qwen, other], 'qwen 7b')).toBe(qwen);
+    expect(profileNamed([qwen, other], 'Z')?.id).toBeUndefined();
+    expect(profileNamed([qwen, other], 'QWEN-7B')).toBe(other);
   });
 });
