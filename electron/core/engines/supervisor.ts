@@ -217,8 +217,9 @@ export function commandFor(spec: LaunchSpec, deps: Pick<SupervisorDeps, 'launche
   const model = spec.modelPath === null ? [] : ['-m', spec.modelPath];
   switch (spec.kind) {
     case 'builtin': {
+      // Its own /v1/models names it as the gateway does: by the profile's name, its model id.
       if (spec.modelPath === null) throw new SupervisorError(`${spec.profileId}: a builtin engine needs a model path`);
-      const args = [builtinHostPath, '--model', spec.modelPath, '--ctx', String(spec.contextSize), '--gpu-layers', String(spec.gpuLayers), '--port', '0', '--gpu-key', gpuKey, '--weight', String(spec.weight), '--name', spec.name, '--alias', spec.profileId];
+      const args = [builtinHostPath, '--model', spec.modelPath, '--ctx', String(spec.contextSize), '--gpu-layers', String(spec.gpuLayers), '--port', '0', '--gpu-key', gpuKey, '--weight', String(spec.weight), '--name', spec.name, '--alias', spec.name];
       if (spec.threads !== null) args.push('--threads', String(spec.threads));
       return { command: nodePath, args: [...args, ...spec.args], env: secret === null ? env : { ...env, [ENGINE_SECRET_ENV]: secret } };
     }
