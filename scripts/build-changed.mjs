@@ -8,7 +8,7 @@
 //   imports (electron/core/), or the package's versions — is newer than dist/renderer/index.html.
 // `--dry-run` prints what it would build and builds nothing.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, utimesSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -80,8 +80,12 @@ else console.log('build-changed: the native helper is up to date');
 // file it compiles is newer than that state, it is not even started (~2 s of loading saved).
 const tsState = join(root, 'dist', 'tsconfig.build.tsbuildinfo');
 const tsSources = [join(root, 'electron'), join(root, 'native'), join(root, 'test', 'bench'), join(root, 'test', 'fixtures'), join(root, 'tsconfig.json'), join(root, 'tsconfig.build.json'), ...packageFiles];
-if (newestMtime(tsSources) > oldestOutput([tsState])) run('the TypeScript (incremental)', npx, ['tsc', '-p', 'tsconfig.build.json', '--incremental', '--tsBuildInfoFile', join('dist', 'tsconfig.build.tsbuildinfo')]);
-else console.log('build-changed: the TypeScript is up to date');
+if (newestMtime(tsSources) > oldestOutput([tsState])) {
+  run('the TypeScript (incremental)', npx, ['tsc', '-p', 'tsconfig.build.json', '--incremental', '--tsBuildInfoFile', join('dist', 'tsconfig.build.tsbuildinfo')]);
+  // tsc leaves its state as it was when no file's content changed (a file only touched): mark it
+  // current, or every later start would run tsc again.
+  if (!dryRun && existsSync(tsState)) utimesSync(tsState, new Date(), new Date());
+} else console.log('build-changed: the TypeScript is up to date');
 
 // The dashboard.
 const dashboard = join(root, 'dist', 'renderer', 'index.html');
