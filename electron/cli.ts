@@ -32,6 +32,12 @@ function parser<T>(check: (raw: string) => Checked<T>): (raw: string) => T {
   };
 }
 
+/** `launch --api-key`: what a client sends as `Authorization: Bearer KEY`, so visible ASCII only. */
+export function checkApiKey(raw: string): Checked<string> {
+  if (!/^[\x21-\x7e]{1,256}$/.test(raw)) return { ok: false, message: `must be 1 to 256 visible ASCII characters (no spaces): it is sent as "Authorization: Bearer KEY", got ${raw.length} characters${/\s/.test(raw) ? ' with white space' : ''}` };
+  return { ok: true, value: raw };
+}
+
 const gpuKeyOption = (byDefault = 'the first device found'): Option =>
   new Option('--gpu-key <key>', `registry key of the device: a GPU UUID (GPU-…), metal-0 or cpu-0 (default: ${byDefault})`).argParser(parser(checkGpuKey)).conflicts('gpu');
 const gpuIndexOption = (): Option =>
@@ -216,6 +222,7 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
     .addOption(new Option('--priority <p>', 'interactive, background or lab').argParser(parser(oneOf(['interactive', 'background', 'lab'] as const))))
     .addOption(new Option('--threads <n>', 'CPU threads for the built-in engine').argParser(parser(wholeNumber(1, 1024))))
     .addOption(new Option('--port <port>', "the engine's own HTTP port (built-in and llama-server engines; default: any free one)").argParser(parser(wholeNumber(1, 65_535))))
+    .addOption(new Option('--api-key <key>', "requests that run the model must send Authorization: Bearer KEY (as llama-server's flag); default: none, the port takes any request on loopback").argParser(parser(checkApiKey)))
     .addOption(gpuKeyOption("the profile's preferred device while present, else the one with the most free memory"))
     .addOption(gpuIndexOption())
     .option('--sim <file>', 'simulated telemetry from a JSON file (also $GPU_SHARE_SIM)')
@@ -223,14 +230,14 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
     .addOption(sharedRegistryOption())
     .exitOverride()
     .action(
-      (profile: string | undefined, opts: { model?: string; ctx?: number; weight?: number; priority?: 'interactive' | 'background' | 'lab'; threads?: number; port?: number; gpuKey?: string; gpu?: number; sim?: string; dataDir: string }) =>
+      (profile: string | undefined, opts: { model?: string; ctx?: number; weight?: number; priority?: 'interactive' | 'background' | 'lab'; threads?: number; port?: number; apiKey?: string; gpuKey?: string; gpu?: number; sim?: string; dataDir: string }) =>
         run(async () => {
           const { PlanCommandError } = await import('./core/commands/plan.js');
           if ((profile === undefined) === (opts.model === undefined)) throw new PlanCommandError('give either a profile id or --model FILE.gguf');
           const { runLaunch } = await import('./core/commands/launch.js');
           const helper = loadRegistryHelper();
           return runLaunch(
-            { profile, model: opts.model, contextSize: opts.ctx, weight: opts.weight, priority: opts.priority, simFile: opts.sim, dataDir: opts.dataDir, threads: opts.threads, port: opts.port, gpuKey: opts.gpuKey, gpu: opts.gpu, launchers, tty: process.stderr.isTTY === true },
+            { profile, model: opts.model, contextSize: opts.ctx, weight: opts.weight, priority: opts.priority, simFile: opts.sim, dataDir: opts.dataDir, threads: opts.threads, port: opts.port, apiKey: opts.apiKey, gpuKey: opts.gpuKey, gpu: opts.gpu, launchers, tty: process.stderr.isTTY === true },
             processIo,
             systemClock(() => helper.wallUs()),
           );

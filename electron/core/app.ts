@@ -39,7 +39,7 @@ import type { Settings } from './settings.js';
 import { launchSpecFor } from './engines/launch-spec.js';
 import { chooseLaunchDevice, pinningFor } from './engines/device-pinning.js';
 import { lookUpVulkanDevice } from './engines/vulkan-lookup.js';
-import { checkProfileEnv, DEFAULT_GPU_LAYERS, ProfileError, ProfileNotFoundError, ProfileStore, type Profile as StoredProfile } from './engines/profiles.js';
+import { checkProfileEnv, DEFAULT_GPU_LAYERS, ProfileError, ProfileNameTakenError, ProfileNotFoundError, ProfileStore, type Profile as StoredProfile } from './engines/profiles.js';
 import { describeModelProblem, inspectModelFile } from './planner/model-file.js';
 import { spawnEngineProcess } from './engines/spawn.js';
 import { removeEngineFile, residentFacts, writeEngineFile } from './engines/engine-files.js';
@@ -100,6 +100,7 @@ async function checkModelFile(modelPath: string | null): Promise<void> {
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
   if (error instanceof ProfileNotFoundError) return new ApiError('NOT_FOUND', error.message);
+  if (error instanceof ProfileNameTakenError) return new ApiError('CONFLICT', error.message, { field: 'name' });
   if (error instanceof ProfileError) return new ApiError('BAD_REQUEST', error.message, error.field === null ? {} : { field: error.field });
   if (error instanceof SupervisorError) return new ApiError(error.message.startsWith('no engine') ? 'NOT_FOUND' : 'CONFLICT', error.message);
   if (error instanceof Error && (error.name === 'EstimateError' || error.name === 'PlannerInputError')) return new ApiError('BAD_REQUEST', error.message);
@@ -151,6 +152,7 @@ class GpuShareCore implements Core {
     this.history = new PlanHistory(this.policy.historySize);
     this.profiles = new ProfileStore({ dataDir: options.dataDir });
     if (this.profiles.loadProblem !== null) log(`profiles: ${this.profiles.loadProblem.message}; the file was kept as ${this.profiles.loadProblem.backup}`);
+    for (const renamed of this.profiles.renamedOnLoad) log(`profiles: ${renamed.message}`);
     this.envelopes = new EnvelopeStore(join(options.dataDir, 'envelopes.json'));
     this.sampler = new TelemetrySampler({
       provider,
@@ -444,7 +446,12 @@ class GpuShareCore implements Core {
       engines: this.supervisor.list().map((e) => this.engineView(e, peersByKey.get(e.gpuKey))),
       profiles: this.profiles.list(),
       launchDefaults: this.launchDefaults(devices),
-      dataProblems: [this.settings.loadProblem?.message, this.profiles.loadProblem === null ? undefined : `${this.profiles.loadProblem.message}; the file was kept as ${this.profiles.loadProblem.backup}`].filter((m): m is string => m !== undefined),
+      dataProblems: [
+        this.settings.loadProblem?.message,
+        this.profiles.loadProblem === null ? undefined : `${this.profiles.loadProblem.message}; the file was kept as ${this.profiles.loadProblem.backup}`,
+        // Until the next change writes the new names to the file.
+        ...this.profiles.renamedOnLoad.map((r) => r.message),
+      ].filter((m): m is string => m !== undefined),
       profileFailures: [...this.failures.values()].filter((f) => this.profiles.get(f.profileId) !== undefined).map((f) => ({ ...f })),
       policy: this.policyView(settings),
       plans: this.history.list().slice(-50).reverse(),
@@ -618,7 +625,8 @@ class GpuShareCore implements Core {
         let text: string | null = null;
         try {
           // Its port asks for the secret the supervisor gave it.
-          const response = await fetch(`http://127.0.0.1:${engine.port}/metrics`, { headers: { authorization: `Bearer ${this.supervisor.secretOf(engine.id)}` }, signal: AbortSignal.timeout(1_000) });
+          const secret = this.supervisor.secretOf(engine.id);
+          const response = await fetch(`http://127.0.0.1:${engine.port}/metrics`, { headers: secret === null ? {} : { authorization: `Bearer ${secret}` }, signal: AbortSignal.timeout(1_000) });
           text = response.ok ? await response.text() : null;
         } catch {
           text = null;

@@ -20,6 +20,22 @@ export type { EngineKind, EngineState, MemoryNeeds, PlacementPlan, PressureLevel
 
 export const CONTRACT_VERSION = 1;
 
+/** Who a model id belongs to (`/v1/models`' `owned_by`): a profile (its name: one model) or a
+ *  capability (the profiles that serve it, loaded on demand). */
+export type ModelOwner = 'profile' | 'capability';
+
+/**
+ * The model ids the gateway takes, in the order `/v1/models` lists them: every profile by its name
+ * (unique, letter case aside), then every capability that no profile's name or id (exactly as
+ * written) shadows: a request naming a profile's name or id reaches that profile before any
+ * capability (the gateway's resolveModel). Pure: the dashboard's "Use it" and the gateway share it.
+ */
+export function modelIdsOf(profiles: readonly Pick<Profile, 'id' | 'name' | 'capabilities'>[]): { id: string; owner: ModelOwner }[] {
+  const shadowing = new Set(profiles.flatMap((p) => [p.name, p.id]));
+  const capabilities = [...new Set(profiles.flatMap((p) => p.capabilities))].filter((c) => !shadowing.has(c));
+  return [...profiles.map((p) => ({ id: p.name, owner: 'profile' as const })), ...capabilities.map((c) => ({ id: c, owner: 'capability' as const }))];
+}
+
 /** One registry peer as the dashboard shows it (managed by us or not). */
 export interface PeerRow {
   slot: number;

@@ -550,7 +550,8 @@ describe.skipIf(missing.length > 0)(`dashboard in Chromium against gpu-share ser
     const card = page.locator('[data-testid="profile-card"][data-profile="tiny"]');
     await card.getByTestId('use-it-open').click();
     const mine = card.getByTestId('engine-use-it');
-    expect(await mine.getByTestId('model-id').textContent()).toBe('chat');
+    // The card's own model: its profile's name, not a capability another profile may share.
+    expect(await mine.getByTestId('model-id').textContent()).toBe('tiny');
     expect(await mine.getByTestId('curl-line').textContent()).toContain(`${server().base}/v1/chat/completions`);
     expect(await mine.getByTestId('curl-line').textContent()).not.toContain(server().token);
   }, 90_000);

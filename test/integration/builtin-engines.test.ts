@@ -81,7 +81,7 @@ describe('built-in engines', () => {
       expect(progress).toEqual([...progress].sort((a, b) => a - b));
       // The engine's port asks for the secret its supervisor gave it (the gateway adds it).
       const engineId = result.engine?.id ?? '';
-      const chunks = await streamChat(result.engine?.port ?? 0, 16, undefined, supervisor.secretOf(engineId));
+      const chunks = await streamChat(result.engine?.port ?? 0, 16, undefined, supervisor.secretOf(engineId) ?? undefined);
       expect(chunks).toBeGreaterThanOrEqual(2);
       const peers = JSON.parse(spawnSync(process.execPath, [CLI, 'peers', '--gpu-key', gpuKey, '--json'], { encoding: 'utf8' }).stdout) as { peers: { name: string; weight: number; pid: number }[] };
       expect(peers.peers).toContainEqual(expect.objectContaining({ name: 'tiny-chat', weight: 2, pid: result.engine?.pid }));

@@ -77,7 +77,8 @@ describe('on a roomy device', () => {
 
   it('lists capabilities and loads the engine for one on demand, streaming through', async () => {
     const models = await call<{ data: { id: string }[] }>(served, 'GET', '/v1/models');
-    expect(models.body.data.map((m) => m.id).sort()).toEqual(['chat', 'fast', 'slow']);
+    // Each profile by its name, and the capabilities no name shadows ("fast" and "slow" are both).
+    expect(models.body.data.map((m) => m.id).sort()).toEqual(['chat', 'fast', 'slow', 'tiny']);
     expect((await state(served)).engines).toEqual([]);
     const answer = await streamChat(served, 'chat', 16);
     expect(answer.status).toBe(200);

@@ -20,7 +20,7 @@ import {
   type GgufSpec,
   type GgufTensorType,
 } from '../fixtures/gguf.js';
-import { parseMakeGgufArgs } from '../fixtures/make-gguf.js';
+import { parseMakeModelArgs } from '../../electron/core/models/make-model.js';
 
 const GGML: Record<GgufTensorType, GgmlType> = { f32: GgmlType.F32, f16: GgmlType.F16, q8_0: GgmlType.Q8_0 };
 
@@ -115,12 +115,14 @@ describe('gguf writer', () => {
     expect(() => statSync(join(dir, 'never.gguf'))).toThrow();
   });
 
-  it('parses make-gguf arguments with the tiny model as defaults', () => {
-    expect(parseMakeGgufArgs(['/tmp/x.gguf'])).toEqual({ out: '/tmp/x.gguf', spec: { ...TINY_GGUF_SPEC } });
-    const { spec } = parseMakeGgufArgs(['m.gguf', '--embedding', '1024', '--layers', '12', '--ctx', '4096', '--ff', '2816', '--heads', '16', '--heads-kv', '4', '--vocab', '32000', '--type', 'f16', '--seed', '3']);
+  it('parses make-model arguments with the tiny model as defaults', () => {
+    expect(parseMakeModelArgs(['/tmp/x.gguf'])).toEqual({ out: '/tmp/x.gguf', spec: { ...TINY_GGUF_SPEC } });
+    // `npm run make-model -- x.gguf` writes where the user was (npm's INIT_CWD), not in the clone.
+    expect(parseMakeModelArgs(['x.gguf'], '/home/me/models').out).toBe('/home/me/models/x.gguf');
+    const { spec } = parseMakeModelArgs(['m.gguf', '--embedding', '1024', '--layers', '12', '--ctx', '4096', '--ff', '2816', '--heads', '16', '--heads-kv', '4', '--vocab', '32000', '--type', 'f16', '--seed', '3']);
     expect(spec).toEqual({ embedding: 1024, layers: 12, contextLength: 4096, feedForward: 2816, heads: 16, headsKv: 4, vocab: 32000, type: 'f16', seed: 3 });
-    expect(() => parseMakeGgufArgs(['m.gguf', '--type', 'q4_0'])).toThrow(/--type/);
-    expect(() => parseMakeGgufArgs([])).toThrow(/usage/);
+    expect(() => parseMakeModelArgs(['m.gguf', '--type', 'q4_0'])).toThrow(/--type/);
+    expect(() => parseMakeModelArgs([])).toThrow(/usage/);
   });
 
   it('streams the same bytes it builds in memory, deterministically per seed', () => {

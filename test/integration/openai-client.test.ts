@@ -1,7 +1,7 @@
 /**
  * The gateway through the official `openai` npm client against a real `gpu-share serve` with a
  * built-in engine: models listed and retrieved, chat and completions streamed and not, `model` as
- * a capability, a profile id or a profile name (echoed back as asked), and errors as the client
+ * a profile's name (its model id), its id or a capability (echoed back as asked), and errors as the client
  * expects them (404 for an unknown model, 400 naming an unsupported parameter, 401).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -41,11 +41,13 @@ describe('the official openai client', () => {
   it('lists and retrieves models by capability, profile id and profile name', async () => {
     const listed = [];
     for await (const model of client.models.list()) listed.push(model.id);
-    expect(listed).toEqual(['chat']);
-    for (const id of ['chat', 'tiny-chat', 'Tiny Chat']) {
+    // The profile by its name (its own model id), then the capability it serves.
+    expect(listed).toEqual(['Tiny Chat', 'chat']);
+    for (const [id, canonical, owner] of [['chat', 'chat', 'capability'], ['tiny-chat', 'Tiny Chat', 'profile'], ['Tiny Chat', 'Tiny Chat', 'profile']] as const) {
       const model = await client.models.retrieve(id);
-      expect(model.id).toBe(id);
+      expect(model.id).toBe(canonical);
       expect(model.object).toBe('model');
+      expect(model.owned_by).toBe(owner);
     }
     await expect(client.models.retrieve('no-such-model')).rejects.toBeInstanceOf(OpenAI.NotFoundError);
   });

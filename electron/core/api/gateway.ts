@@ -1,5 +1,5 @@
 /**
- * The OpenAI-compatible gateway: `model` names a capability; the engine for it is found among the
+ * The OpenAI-compatible gateway: `model` names a profile (its name) or a capability (resolveModel); the engine for it is found among the
  * running ones or loaded on demand through the planner and the supervisor; requests wait by
  * priority for their engine (GatewayQueue) and are passed through to it unbuffered. What it logs
  * is the request's shape and a hash, never the prompt.
@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import * as v from 'valibot';
-import { ApiError, badField, parseInput, type AppEvent, type EngineKind, type EngineView, type Profile } from '../contract.js';
+import { ApiError, badField, modelIdsOf, parseInput, type AppEvent, type EngineKind, type EngineView, type ModelOwner, type Profile } from '../contract.js';
 import type { Core } from '../app-types.js';
 import { got, openRecord, TRUE_OR_FALSE } from '../schema.js';
 import { explainReason } from '../planner/describe.js';
@@ -38,17 +38,27 @@ export interface CompletionRequest {
 }
 
 /**
- * The profiles a request's `model` names, in this order of precedence: a capability (every profile
- * that serves it, in the order they were added), else a profile id, else a profile name (exactly as
- * written). null when it names none of them.
+ * What a request's `model` names, in this order of precedence:
+ * 1. a profile's name, exactly as written (its model id, as `/v1/models` lists it): that profile;
+ * 2. a profile's id (the slug in profiles.json and the API's paths): that profile;
+ * 3. a capability: every profile that serves it, in the order they were added.
+ * A specific model always reaches its own profile: a capability spelled exactly like a profile's
+ * name or id is shadowed by it (and `/v1/models` lists that id once, as the profile). Ids are
+ * compared exactly, as OpenAI's are: a profile "Chat" and the capability "chat" are two models.
+ * null when it names none.
  */
-export function resolveModel(model: string, profiles: readonly Profile[]): Profile[] | null {
+export function resolveModel(model: string, profiles: readonly Profile[]): { owner: ModelOwner; profiles: Profile[] } | null {
+  const byName = profiles.find((p) => p.name === model);
+  if (byName !== undefined) return { owner: 'profile', profiles: [byName] };
+  const byId = profiles.find((p) => p.id === model);
+  if (byId !== undefined) return { owner: 'profile', profiles: [byId] };
   const byCapability = profiles.filter((p) => p.capabilities.includes(model));
-  if (byCapability.length > 0) return byCapability;
-  const byId = profiles.filter((p) => p.id === model);
-  if (byId.length > 0) return byId;
-  const byName = profiles.filter((p) => p.name === model);
-  return byName.length > 0 ? byName : null;
+  return byCapability.length > 0 ? { owner: 'capability', profiles: byCapability } : null;
+}
+
+/** The models clients see, in OpenAI's list shape (modelIdsOf's ids and order). Pure. */
+export function modelList(profiles: readonly Profile[], created: number): ModelEntry[] {
+  return modelIdsOf(profiles).map((m) => modelEntry(m.id, m.owner, created));
 }
 
 /** Engines that take every OpenAI parameter themselves (the request passes through as it is). */
@@ -76,7 +86,7 @@ const numberFrom = (min: number, max: number, integer: boolean) => {
 /** What both completion bodies share. Fields not named here pass through to the engine as they
  *  are (OpenAI's API has many; an engine that lacks one is refused by UNSUPPORTED_PARAMETERS). */
 const COMPLETION_FIELDS = {
-  model: v.pipe(v.string(got('must name a capability, a profile id or a profile name')), v.minLength(1, got('must name a capability, a profile id or a profile name'))),
+  model: v.pipe(v.string(got('must name a model: a profile name, a profile id or a capability')), v.minLength(1, got('must name a model: a profile name, a profile id or a capability'))),
   stream: v.nullish(TRUE_OR_FALSE),
   max_tokens: numberFrom(1, MAX_TOKENS_LIMIT, true),
   max_completion_tokens: numberFrom(1, MAX_TOKENS_LIMIT, true),
@@ -102,7 +112,7 @@ export const COMPLETION_BODY = openRecord({ ...COMPLETION_FIELDS, prompt: v.unio
 /** Checks a completion request against its schema, then what needs the profiles: every problem is
  *  a 400 naming the field (404 for a `model` that names nothing). */
 export function parseCompletionRequest(path: CompletionPath, value: unknown, allProfiles: readonly Profile[]): CompletionRequest {
-  const known = (): string => [...new Set(allProfiles.flatMap((p) => p.capabilities))].join(', ') || 'none (add a profile)';
+  const known = (): string => modelList(allProfiles, 0).map((m) => m.id).join(', ').slice(0, 400) || 'none (add a profile)';
   let request: v.InferOutput<typeof CHAT_COMPLETION_BODY> | v.InferOutput<typeof COMPLETION_BODY>;
   let shape: string;
   if (path === '/v1/chat/completions') {
@@ -114,8 +124,8 @@ export function parseCompletionRequest(path: CompletionPath, value: unknown, all
     [request, shape] = [completion, typeof completion.prompt === 'string' ? `prompt chars=${completion.prompt.length}` : `prompts=${completion.prompt.length}`];
   }
   const { model } = request;
-  const profiles = resolveModel(model, allProfiles);
-  if (profiles === null) throw new ApiError('NOT_FOUND', `The model "${model.slice(0, 64)}" does not exist: it is no capability, profile id or profile name here (capabilities: ${known()})`, { field: 'model' });
+  const profiles = resolveModel(model, allProfiles)?.profiles ?? null;
+  if (profiles === null) throw new ApiError('NOT_FOUND', `The model "${model.slice(0, 64)}" does not exist: it is no profile name, profile id or capability here (models: ${known()})`, { field: 'model' });
   // A request that uses a parameter only some engines implement goes only to those: a capability
   // served by a built-in and a llama-server profile must not hand `tools` to the built-in one.
   const unsupported = UNSUPPORTED_PARAMETERS.find((parameter) => !parameter.inert(request[parameter.name]));
@@ -126,17 +136,16 @@ export function parseCompletionRequest(path: CompletionPath, value: unknown, all
   return { model, profiles: takers, stream: request.stream === true, shape: `${shape} sha256=${hash}`, body: value as Record<string, unknown> };
 }
 
+/** One entry of `/v1/models`, exactly OpenAI's Model object. */
 export interface ModelEntry {
   id: string;
   object: 'model';
   created: number;
-  owned_by: string;
-  /** The profiles that serve it, in the order they are tried. */
-  profiles: string[];
+  owned_by: ModelOwner;
 }
 
 const STARTED_S = Math.floor(Date.now() / 1000);
-const modelEntry = (id: string, profiles: string[]): ModelEntry => ({ id, object: 'model', created: STARTED_S, owned_by: 'gpu-share', profiles });
+const modelEntry = (id: string, owner: ModelOwner, created: number = STARTED_S): ModelEntry => ({ id, object: 'model', created, owned_by: owner });
 
 type ForwardOutcome = 'ok' | 'not-reached' | 'cut';
 
@@ -154,18 +163,16 @@ export class Gateway {
     this.queue = new GatewayQueue(core.policy.queue.maxDepth);
   }
 
-  /** The models clients see: one per capability (what `model` names first), with its profiles. */
+  /** The models clients see (modelList). */
   async models(): Promise<{ object: 'list'; data: ModelEntry[] }> {
-    const byCapability = new Map<string, string[]>();
-    for (const p of await this.core.listProfiles()) for (const c of p.capabilities) byCapability.set(c, [...(byCapability.get(c) ?? []), p.id]);
-    return { object: 'list', data: [...byCapability].map(([id, profiles]) => modelEntry(id, profiles)) };
+    return { object: 'list', data: modelList(await this.core.listProfiles(), STARTED_S) };
   }
 
-  /** One model by what a request's `model` may say (capability, profile id or name); 404 else. */
+  /** One model by what a request's `model` may say (resolveModel); 404 else. */
   async model(id: string): Promise<ModelEntry> {
-    const profiles = resolveModel(id, await this.core.listProfiles());
-    if (profiles === null) throw new ApiError('NOT_FOUND', `The model "${id.slice(0, 64)}" does not exist`, { field: 'model' });
-    return modelEntry(id, profiles.map((p) => p.id));
+    const found = resolveModel(id, await this.core.listProfiles());
+    if (found === null) throw new ApiError('NOT_FOUND', `The model "${id.slice(0, 64)}" does not exist`, { field: 'model' });
+    return modelEntry(found.owner === 'profile' ? (found.profiles[0]?.name ?? id) : id, found.owner);
   }
 
   async handle(req: IncomingMessage, res: ServerResponse, path: CompletionPath, body: unknown, priority: Priority): Promise<void> {

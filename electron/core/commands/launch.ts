@@ -4,7 +4,7 @@
  * `gpu-share engines` lists the engines running for a data folder: those of `launch`, `serve` and
  * the app (engine-files.ts).
  */
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, join } from 'node:path';
 import type { Clock } from '../clock.js';
@@ -44,6 +44,9 @@ export interface LaunchOptions {
   launchers: { nodePath: string; cliPath: string; builtinHostPath: string };
   /** The engine's own HTTP port (built-in and llama-server engines); undefined = its default. */
   port?: number | undefined;
+  /** What requests that run the model must send as `Authorization: Bearer KEY` (llama-server's
+   *  `--api-key`); undefined: nothing, the port takes any request on loopback. */
+  apiKey?: string | undefined;
   /** The device to launch on (--gpu-key, used as given; --gpu N, the N-th found); neither: the
    *  profile's preferred device while present, else the one with the most free memory. */
   gpuKey?: string | undefined;
@@ -65,10 +68,14 @@ export function withPort(args: readonly string[], port: number): string[] {
 /** A profile, or an ad-hoc built-in one for --model. */
 async function resolveProfile(options: LaunchOptions): Promise<Profile> {
   if (options.profile !== undefined) {
+    // Opening the store creates the data folder and an empty profiles file: a command that only
+    // reads (and may fail) must leave a machine as it found it.
+    const file = join(options.dataDir, 'profiles.json');
+    if (!existsSync(file)) throw new PlanCommandError(`no profile "${options.profile}": none are defined in ${file} (add one in the dashboard of gpu-share serve, or launch --model FILE.gguf)`);
     const store = new ProfileStore({ dataDir: options.dataDir });
-    const profile = store.get(options.profile);
+    const profile = profileNamed(store.list(), options.profile);
     if (profile === undefined) {
-      const known = store.list().map((p) => p.id);
+      const known = store.list().map((p) => (p.name === p.id ? p.id : `${p.id} (${p.name})`));
       throw new PlanCommandError(`no profile "${options.profile}"; ${known.length ? `profiles: ${known.join(', ')}` : `none are defined in ${store.file}`}`);
     }
     return profile;
@@ -96,6 +103,15 @@ async function resolveProfile(options: LaunchOptions): Promise<Profile> {
     gpuKey: null,
   };
 }
+
+/** The profile `launch` names: by its id, else by its name (a model id; names are unique, letter
+ *  case aside). Pure. */
+export function profileNamed(profiles: readonly Profile[], wanted: string): Profile | undefined {
+  return profiles.find((p) => p.id === wanted) ?? profiles.find((p) => p.name.toLowerCase() === wanted.toLowerCase());
+}
+
+/** Kinds whose port `launch --api-key` can protect (the built-in engine and llama.cpp's servers). */
+const TAKES_API_KEY: ReadonlySet<string> = new Set(['builtin', 'llama-server', 'llamafile']);
 
 /** A warning from an engine's side: the built-in host's warn/error events, `gpu-share run`'s lines. */
 export function engineWarning(stream: 'stdout' | 'stderr', line: string): string | null {
@@ -141,6 +157,7 @@ export async function runLaunch(options: LaunchOptions, io: CommandIo, clock: Cl
   const envelopes = new EnvelopeStore(join(options.dataDir, 'envelopes.json'));
   const resolved = await launchSpecFor(profile, envelopes, { weight: options.weight, priority: options.priority, contextSize: options.contextSize, threads: options.threads });
   if (options.port !== undefined && resolved.kind !== 'builtin' && resolved.kind !== 'llama-server') throw new PlanCommandError(`--port: a ${resolved.kind} engine listens where its own arguments say; --port is for built-in and llama-server engines`);
+  if (options.apiKey !== undefined && !TAKES_API_KEY.has(resolved.kind)) throw new PlanCommandError(`--api-key: a ${resolved.kind} engine's port is its own (give the key in its arguments); --api-key is for built-in, llama-server and llamafile engines`);
   // The engine's port, the last of its arguments (the built-in host and llama-server take the last).
   const ported = options.port === undefined ? resolved : { ...resolved, args: withPort(resolved.args, options.port) };
   // Where its GPU is in Vulkan's order, for a Vulkan build of the engine.
@@ -174,6 +191,8 @@ export async function runLaunch(options: LaunchOptions, io: CommandIo, clock: Cl
       return snapshotFromSample({ nowUs: clock.wallUs(), node: hostname(), gpuKey: key, sample, pressure: level });
     },
     spawn: spawnEngineProcess,
+    // No gateway here: the port asks for the user's key, or for nothing (loopback only either way).
+    engineSecret: () => options.apiKey ?? null,
     launchers: options.launchers,
     gpuKey,
     deviceKeys: () => samples.map((s) => s.key),
@@ -189,7 +208,21 @@ export async function runLaunch(options: LaunchOptions, io: CommandIo, clock: Cl
     if (engineId !== null) void supervisor.kill(engineId).catch(() => undefined);
   });
   try {
-    const result = await supervisor.launch(spec);
+    // The data folder (envelopes, the engine file) only once an engine starts: a refused plan or
+    // a bad flag writes nothing. Owner-only, as DESIGN.md's trust rules say.
+    let folderProblem: unknown = null;
+    const makeDataFolder = (): void => {
+      try {
+        mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
+      } catch (error) {
+        folderProblem = error;
+      }
+    };
+    const result = await supervisor.launch(spec, { onSpawned: makeDataFolder });
+    if (folderProblem !== null) {
+      if (result.engine !== null) await supervisor.kill(result.engine.id).catch(() => undefined);
+      throw new PlanCommandError(`--data-dir: cannot create ${options.dataDir}: ${folderProblem instanceof Error ? folderProblem.message : String(folderProblem)}`);
+    }
     if (result.engine === null) {
       io.out(describePlan(result.plan).trimEnd());
       return exitCodeForPlan(result.plan);

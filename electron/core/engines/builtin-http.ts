@@ -76,12 +76,13 @@ function readBody(req: IncomingMessage): Promise<string> {
  * on another name that resolves here — DNS rebinding — is refused), and a request that runs the
  * model (a POST) must be JSON (a cross-site form or `text/plain` POST is refused) and, when the
  * supervisor gave the engine a secret, carry it as `Authorization: Bearer SECRET` (the gateway
- * adds it). Reading /health, /v1/models, /metrics, /props and /gpu/peers needs no secret.
+ * adds it; under `gpu-share launch --api-key KEY` it is KEY, and without that flag there is none).
+ * Reading /health, /v1/models, /metrics, /props and /gpu/peers needs no secret.
  */
 export interface HostDoor {
   /** Host headers allowed (filled in once the port is known). */
   allowedHosts: ReadonlySet<string>;
-  /** The engine's secret; null: none asked (started by hand). */
+  /** The engine's secret; null: none asked (started by hand, or by `launch` without --api-key). */
   secret: string | null;
 }
 
@@ -91,7 +92,9 @@ export function doorCheck(req: Pick<IncomingMessage, 'headers' | 'method'>, door
   const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
   if (type !== 'application/json') return { status: 415, code: 'unsupported_media_type', message: 'the body must be sent as Content-Type: application/json' };
   if (door.secret !== null && matchToken(req.headers.authorization, new Map([[door.secret, true]])) === null) {
-    return { status: 401, code: 'invalid_api_key', message: "this engine's port needs its secret (send requests to GPU Share's gateway instead)" };
+    // Its key is either the one `gpu-share launch --api-key` was given or, for an engine the app
+    // or `serve` started, a secret only their gateway holds.
+    return { status: 401, code: 'invalid_api_key', message: "this engine's port needs its API key as Authorization: Bearer KEY (the key gpu-share launch --api-key was given; an engine started by GPU Share's app or serve takes requests through its gateway)" };
   }
   return null;
 }

@@ -69,7 +69,8 @@ const weightMessage = got(`must be a number from ${WEIGHT_MIN} to ${WEIGHT_MAX} 
 const PROFILE_FIELDS = {
   /** Slug `[a-z0-9-]{1,40}`, unique in the file. */
   id: PROFILE_ID,
-  /** 1..47 bytes of UTF-8, no control characters: it becomes the registry display name (char[48]). */
+  /** 1..47 bytes of UTF-8, no control characters: it becomes the registry display name (char[48]).
+   *  Unique in the file, letter case aside: it is the profile's model id (ProfileStore checks). */
   name: v.pipe(
     TEXT,
     v.check((name) => name.trim() !== '', 'must not be empty or blank'),
@@ -201,6 +202,61 @@ export class ProfileError extends Error {
   }
 }
 
+/** A profile's name is its model id (the gateway's `model`, `/v1/models`): a second profile may not
+ *  take one that exists, whatever its letter case. The API answers 409 naming the other profile. */
+export class ProfileNameTakenError extends ProfileError {
+  /** The profile that has the name. */
+  readonly other: { id: string; name: string };
+  constructor(other: Pick<Profile, 'id' | 'name'>) {
+    super(null, 'profile.name', `"${other.name}" is the name of profile "${other.id}": a profile's name is its model id, so names are unique (letter case aside); choose another`, 'name');
+    this.other = { id: other.id, name: other.name };
+  }
+}
+
+/** The profile other than `exceptId` whose name is `name`, letter case aside. Pure. */
+export function profileWithName(profiles: readonly Pick<Profile, 'id' | 'name'>[], name: string, exceptId: string | null = null): Pick<Profile, 'id' | 'name'> | undefined {
+  const folded = name.toLowerCase();
+  return profiles.find((p) => p.id !== exceptId && p.name.toLowerCase() === folded);
+}
+
+/** A profile renamed as it was read, because an earlier one in the file had its name. */
+export interface ProfileRenamed {
+  id: string;
+  from: string;
+  to: string;
+  /** What to tell the user (the file, both profiles, the name it runs under). */
+  message: string;
+}
+
+/**
+ * Names made unique for a list read from a file written before they had to be (or by hand): the
+ * first profile keeps a name, each later one gets ` 2`, ` 3`… (the name cut to keep within
+ * PROFILE_NAME_MAX_BYTES). Nothing is dropped; the new names are written with the next change.
+ * Pure.
+ */
+export function uniqueProfileNames(profiles: readonly Profile[], file: string): { profiles: Profile[]; renamed: ProfileRenamed[] } {
+  // Every name's first holder keeps it, wherever a later duplicate's new name would fall.
+  const holders = new Map<string, Profile>();
+  for (const profile of profiles) if (!holders.has(profile.name.toLowerCase())) holders.set(profile.name.toLowerCase(), profile);
+  const taken = new Set(holders.keys());
+  const renamed: ProfileRenamed[] = [];
+  const result = profiles.map((profile) => {
+    const holder = holders.get(profile.name.toLowerCase());
+    if (holder === undefined || holder === profile) return profile;
+    let name = profile.name;
+    for (let n = 2; taken.has(name.toLowerCase()); n++) {
+      const suffix = ` ${n}`;
+      let base = profile.name;
+      while (utf8Bytes(base + suffix) > PROFILE_NAME_MAX_BYTES) base = [...base].slice(0, -1).join('');
+      name = `${base.trimEnd()}${suffix}`;
+    }
+    taken.add(name.toLowerCase());
+    renamed.push({ id: profile.id, from: profile.name, to: name, message: `profiles file ${file}: profile "${profile.id}" has the name of profile "${holder.id}" ("${profile.name}"); names are model ids, so it runs as "${name}" until you rename it (saved with the next change)` });
+    return { ...profile, name };
+  });
+  return { profiles: result, renamed };
+}
+
 export class ProfileNotFoundError extends Error {
   constructor(readonly id: string) {
     super(`no profile with id "${id}"`);
@@ -307,6 +363,7 @@ function describeLoadError(error: Error, file: string): string {
 export class ProfileStore {
   /** Set when the file found on open was unusable and has been set aside; null otherwise. */
   readonly loadProblem: ProfileLoadProblem | null;
+  private renamed: ProfileRenamed[];
   /** Absolute path of the profiles file. */
   readonly file: string;
   private readonly conf: Conf<ProfilesDocument>;
@@ -363,7 +420,15 @@ export class ProfileStore {
     }
     this.conf = loaded.conf;
     this.file = this.conf.path;
-    this.profiles = loaded.doc.profiles;
+    const named = uniqueProfileNames(loaded.doc.profiles, this.file);
+    this.profiles = named.profiles;
+    this.renamed = named.renamed;
+  }
+
+  /** Profiles renamed as they were read, their names being taken (uniqueProfileNames); empty once
+   *  a change has written the new names to the file. */
+  get renamedOnLoad(): readonly ProfileRenamed[] {
+    return this.renamed;
   }
 
   list(): Profile[] {
@@ -389,6 +454,8 @@ export class ProfileStore {
     const taken = new Set(this.profiles.map((p) => p.id));
     const id = given ?? deriveProfileId(fields.name, taken);
     if (taken.has(id)) throw new ProfileError(null, 'profile.id', `duplicate id "${id}": a profile with this id exists`, 'id');
+    const other = profileWithName(this.profiles, fields.name);
+    if (other !== undefined) throw new ProfileNameTakenError(other);
     return { id, ...fields };
   }
 
@@ -412,7 +479,10 @@ export class ProfileStore {
     const checked = checkWith(PROFILE_PATCH, isRecord(patch) ? rest : patch, 'profile', null, 0);
     const changes = Object.fromEntries(Object.entries(checked).filter(([, value]) => value !== undefined));
     // The schema builds fresh arrays and objects: nothing of `current` or `patch` is shared.
-    return validateProfile({ ...current, ...changes, id }, 'profile');
+    const profile = validateProfile({ ...current, ...changes, id }, 'profile');
+    const other = profileWithName(this.profiles, profile.name, id);
+    if (other !== undefined) throw new ProfileNameTakenError(other);
+    return profile;
   }
 
   /** True if it existed. */
@@ -428,5 +498,6 @@ export class ProfileStore {
     const doc: ProfilesDocument = { version: PROFILES_DOCUMENT_VERSION, profiles };
     this.conf.store = structuredClone(doc);
     this.profiles = profiles;
+    this.renamed = [];
   }
 }

@@ -138,6 +138,10 @@ export interface SupervisorDeps {
   deviceKeys?(): string[];
   /** The measured memory of a process on a device (per-process telemetry, or its RSS on cpu-0). */
   residentBytes(pid: number, gpuKey: string): number | null;
+  /** What an engine's port will ask of a request (commandFor): absent, a fresh secret per engine,
+   *  which the gateway sends (the app and `serve`); `launch` has no gateway and gives the user's
+   *  `--api-key`, or null for a port open to loopback as a llama-server started by hand is. */
+  engineSecret?(): string | null;
   /** Is a request being served on it right now (the gateway)? Such an engine is busy for the
    *  planner at once, before the registry's activity flag says so. */
   inUse?(id: string): boolean;
@@ -170,8 +174,8 @@ const LOG_RING = 200;
 
 interface Engine {
   status: EngineStatus;
-  /** What its port asks of a request (see commandFor). */
-  secret: string;
+  /** What its port asks of a request (see commandFor); null: nothing. */
+  secret: string | null;
   process: SpawnedProcess;
   spec: LaunchSpec;
   leaseId: string | null;
@@ -213,8 +217,9 @@ export function commandFor(spec: LaunchSpec, deps: Pick<SupervisorDeps, 'launche
   const model = spec.modelPath === null ? [] : ['-m', spec.modelPath];
   switch (spec.kind) {
     case 'builtin': {
+      // Its own /v1/models names it as the gateway does: by the profile's name, its model id.
       if (spec.modelPath === null) throw new SupervisorError(`${spec.profileId}: a builtin engine needs a model path`);
-      const args = [builtinHostPath, '--model', spec.modelPath, '--ctx', String(spec.contextSize), '--gpu-layers', String(spec.gpuLayers), '--port', '0', '--gpu-key', gpuKey, '--weight', String(spec.weight), '--name', spec.name, '--alias', spec.profileId];
+      const args = [builtinHostPath, '--model', spec.modelPath, '--ctx', String(spec.contextSize), '--gpu-layers', String(spec.gpuLayers), '--port', '0', '--gpu-key', gpuKey, '--weight', String(spec.weight), '--name', spec.name, '--alias', spec.name];
       if (spec.threads !== null) args.push('--threads', String(spec.threads));
       return { command: nodePath, args: [...args, ...spec.args], env: secret === null ? env : { ...env, [ENGINE_SECRET_ENV]: secret } };
     }
@@ -330,6 +335,7 @@ export class Supervisor {
     const base = this.deps.snapshot(gpuKey);
     const request: PlanRequest = {
       capability: spec.capability,
+      profileName: spec.name,
       modelKey: spec.modelKey,
       contextSize: spec.contextSize,
       gpuLayers: spec.gpuLayers,
@@ -356,7 +362,7 @@ export class Supervisor {
     const leaseId = `lease-${id}`;
     const gpuKey = this.deviceOf(spec);
     this.deps.leases.take(leaseId, requirementBytes(spec.peakBytes, this.deps.policy), now, this.deps.policy.leaseTtlUs, gpuKey);
-    const secret = newEngineSecret();
+    const secret = this.deps.engineSecret === undefined ? newEngineSecret() : this.deps.engineSecret();
     let child: SpawnedProcess;
     try {
       child = this.deps.spawn(commandFor(spec, this.deps, secret));
@@ -505,8 +511,8 @@ export class Supervisor {
     return copyStatus(engine.status);
   }
 
-  /** The secret an engine's port asks for (`Authorization: Bearer SECRET`). */
-  secretOf(id: string): string {
+  /** The secret an engine's port asks for (`Authorization: Bearer SECRET`); null: none. */
+  secretOf(id: string): string | null {
     return this.require(id).secret;
   }
 

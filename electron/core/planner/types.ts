@@ -86,6 +86,10 @@ export interface Reason {
 export interface PlanRequest {
   /** What the client asked for (`chat`, `code`, …). */
   capability: string;
+  /** The profile being planned, by its name (its model id), for the history to say which model
+   *  it was; absent for a dry-run of a bare model file (`gpu-share plan`). A label only: not fed
+   *  to the fingerprint (the model, its context and the engine are, through the fields below). */
+  profileName?: string;
   /** A stable identity of the model (a hash of path, size and mtime): shapes and hashes only. */
   modelKey: string;
   contextSize: number;

@@ -96,6 +96,9 @@ describe('plan words', () => {
 
   it('describes the request and shortens the fingerprint', () => {
     expect(planAsked(placementPlan())).toBe('chat · llama-server · 3.60 GiB peak (estimated) · ctx 8,192 · interactive');
+    // A profile's plan names the profile (its model id): two profiles of one capability differ.
+    const base = placementPlan();
+    expect(planAsked({ request: { ...base.request, profileName: 'chat-b' } })).toBe('chat-b (chat) · llama-server · 3.60 GiB peak (estimated) · ctx 8,192 · interactive');
     expect(shortFingerprint('a1b2c3d4e5f6a7b8c9d0')).toBe('a1b2c3d4e5');
     expect(shortFingerprint('abc')).toBe('abc');
   });

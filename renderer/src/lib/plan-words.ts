@@ -126,7 +126,9 @@ function headlineHere(plan: PlacementPlan, nameOf: NameOf): string {
 export function planAsked(plan: Pick<PlacementPlan, 'request'>): string {
   const r = plan.request;
   const peak = `${b(r.peakBytes)} peak (${r.peakSource === 'MEASURED' ? 'measured' : 'estimated'})`;
-  return `${r.capability} · ${r.engineKind} · ${peak} · ctx ${r.contextSize.toLocaleString('en-US')} · ${r.priority}`;
+  // The profile by its name (its model id), with the capability it was planned for.
+  const asked = r.profileName === undefined ? r.capability : `${r.profileName} (${r.capability})`;
+  return `${asked} · ${r.engineKind} · ${peak} · ctx ${r.contextSize.toLocaleString('en-US')} · ${r.priority}`;
 }
 
 export function shortFingerprint(fingerprint: string): string {

@@ -24,8 +24,14 @@ describe('use it', () => {
     expect(copied.javascript).toContain('new OpenAI({ baseURL: "http://127.0.0.1:7787/v1", apiKey: "secret-token" })');
   });
 
-  it('lists every capability once as a model id', () => {
-    expect(modelIds([{ capabilities: ['chat', 'code'] }, { capabilities: ['chat'] }, { capabilities: ['embed'] }])).toEqual(['chat', 'code', 'embed']);
+  it("lists each profile's name as its own model id, then every capability once that no name or id shadows", () => {
+    const profiles = [
+      { id: 'chat-a', name: 'chat-a', capabilities: ['chat', 'code'] },
+      { id: 'chat-b', name: 'chat-b', capabilities: ['chat'] },
+      { id: 'embed', name: 'Embedder', capabilities: ['embed', 'embedder'] },
+    ];
+    // "embed" is a profile's id and leads there; "embedder" is not "Embedder": ids are exact.
+    expect(modelIds(profiles)).toEqual(['chat-a', 'chat-b', 'Embedder', 'chat', 'code', 'embedder']);
     expect(modelIds([])).toEqual([]);
   });
 });

@@ -1,9 +1,11 @@
 /**
  * "Use it": how a program talks to the models GPU Share runs. The gateway speaks the OpenAI API at
- * `http://127.0.0.1:<port>/v1`; `model` names a capability of a profile (it loads the model on
- * demand); the bearer token is the dashboard's (or a gateway token from the settings). Pure: the
- * lines to show (token masked) and the lines to copy (token in clear) come from the same function.
+ * `http://127.0.0.1:<port>/v1`; `model` names a profile by its name (its own model id) or one of
+ * its capabilities (the gateway loads the model on demand); the bearer token is the dashboard's
+ * (or a gateway token from the settings). Pure: the lines to show (token masked) and the lines to
+ * copy (token in clear) come from the same function.
  */
+import { modelIdsOf, type Profile } from '../../../electron/core/contract.js';
 
 /** The gateway's OpenAI base URL for an API port. */
 export const baseUrlFor = (port: number): string => `http://127.0.0.1:${port}/v1`;
@@ -48,7 +50,8 @@ export function useItLines(port: number, model: string, token: string): UseItLin
   return { baseUrl, model, curl, python, javascript };
 }
 
-/** The model ids the gateway takes: every capability of every profile, each once, in order. */
-export function modelIds(profiles: readonly { capabilities: readonly string[] }[]): string[] {
-  return [...new Set(profiles.flatMap((profile) => profile.capabilities))];
+/** The model ids the gateway takes, as `/v1/models` lists them: each profile's name, then the
+ *  capabilities no name shadows (the contract's modelIdsOf). */
+export function modelIds(profiles: readonly Pick<Profile, 'id' | 'name' | 'capabilities'>[]): string[] {
+  return modelIdsOf(profiles).map((m) => m.id);
 }
