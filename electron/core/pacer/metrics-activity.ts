@@ -8,10 +8,8 @@
  * 100 ms over one keep-alive connection (a poll costs ~0.1 ms of CPU: see pacer/NOTES.md); when the
  * endpoint does not answer, it says "cannot tell" and CPU time decides.
  */
-import type { ClientRequest } from 'node:http';
-import { Agent as HttpAgent, get as httpGet } from 'node:http';
-import { Agent as HttpsAgent, get as httpsGet } from 'node:https';
 import { metricValue } from '../prometheus-text.js';
+import { startPoller } from './http-poll.js';
 import type { ActivitySource } from './process-gate.js';
 
 export interface ServerMetrics {
@@ -62,60 +60,5 @@ export function metricsActivity(url: string, fallback: ActivitySource, options: 
     workUs: (pid) => fallback.workUs(pid),
     busyNow: () => (verdict === null || Date.now() - verdict.atMs > FRESH_MS ? null : verdict.busy),
     stop: () => poller.stop(),
-  };
-}
-
-/** A /metrics page is a few KB; more than this is not one. */
-const MAX_BODY_BYTES = 256 * 1024;
-/** A poll not answered in this long is abandoned (its connection with it). */
-const POLL_TIMEOUT_MS = 500;
-
-/**
- * GET `url` every `pollMs` over one keep-alive connection (a new one only after an error), one
- * request at a time, handing each 200 body to `onBody` (null for anything else). `stop` ends the
- * timer, the request in flight and the connection: a server that closes gracefully (Node's
- * `server.close()` waits for busy connections) is not kept alive by us.
- */
-export function startPoller(url: string, apiKey: string | undefined, pollMs: number, onBody: (text: string | null) => void): { stop(): void } {
-  const target = new URL(url);
-  const secure = target.protocol === 'https:';
-  const agent = secure ? new HttpsAgent({ keepAlive: true, maxSockets: 1 }) : new HttpAgent({ keepAlive: true, maxSockets: 1 });
-  const get = secure ? httpsGet : httpGet;
-  const headers: Record<string, string> = apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` };
-  let current: ClientRequest | null = null;
-  let stopped = false;
-  const poll = (): void => {
-    if (current !== null || stopped) return;
-    const request = get(target, { agent, headers, timeout: POLL_TIMEOUT_MS }, (response) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      response.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size > MAX_BODY_BYTES) request.destroy();
-        else chunks.push(chunk);
-      });
-      response.on('end', () => {
-        current = null;
-        if (!stopped) onBody(response.statusCode === 200 ? Buffer.concat(chunks).toString('utf8') : null);
-      });
-      response.on('error', () => undefined);
-    });
-    request.on('timeout', () => request.destroy());
-    // Not up yet, or gone: the caller's fallback decides meanwhile.
-    request.on('error', () => undefined);
-    request.on('close', () => {
-      if (current === request) current = null;
-    });
-    current = request;
-  };
-  const timer = setInterval(poll, pollMs);
-  timer.unref();
-  return {
-    stop: () => {
-      stopped = true;
-      clearInterval(timer);
-      current?.destroy();
-      agent.destroy();
-    },
   };
 }

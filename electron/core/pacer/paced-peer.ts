@@ -48,19 +48,22 @@ export function joinAsPacedPeer(helper: RegistryHelper, options: { gpuKey: strin
     throw error;
   }
   const observer = new RegistryObserver(clock, true);
-  // Known activity: null until the engine says it knows its requests.
+  // Known activity: null until the engine says it knows its requests. A request is seen by its
+  // decode steps (`stepped`, set at every step without reading a clock) or by `pendingOf()` at a
+  // tick, so that one that begins and ends between two ticks still counts.
   let pendingOf: (() => number) | null = null;
-  let idleSinceMonoUs: number | null = null;
+  let lastBusyMonoUs: number | null = null;
+  let stepped = false;
   let written: boolean | null = null;
   const knownActive = (): boolean | null => {
     if (pendingOf === null) return null;
     const now = clock.monoUs();
-    if (pendingOf() > 0) {
-      idleSinceMonoUs = null;
+    if (stepped || pendingOf() > 0) {
+      stepped = false;
+      lastBusyMonoUs = now;
       return true;
     }
-    idleSinceMonoUs ??= now;
-    return now - idleSinceMonoUs < KNOWN_IDLE_HYSTERESIS_US;
+    return lastBusyMonoUs !== null && now - lastBusyMonoUs < KNOWN_IDLE_HYSTERESIS_US;
   };
   const writeActive = (active: boolean | null): void => {
     if (active === null || active === written) return;
@@ -96,6 +99,7 @@ export function joinAsPacedPeer(helper: RegistryHelper, options: { gpuKey: strin
   return {
     gate,
     afterStep: (stepUs) => {
+      stepped = true;
       // A request that arrived since the last tick: active from its first step.
       if (pendingOf !== null && written !== true) writeActive(knownActive());
       return gate.afterStep(stepUs);
