@@ -30,7 +30,7 @@ import { flagsOrExit } from '../fixtures/flags.js';
 import { loadRegistryHelper } from '../../native/helper.js';
 import { computeShares } from '../../electron/core/registry/shares.js';
 import { buildSchedule, stallBoundUs } from '../../electron/core/pacer/schedule.js';
-import { counterAt, gapsMs, median, rate, recoveredAtUs, round, summary, textTable } from './pacing-stats.js';
+import { counterAt, gapsMs, median, rate, recoveredAtUs, releaseS, round, summary, textTable, wakeMs } from './pacing-stats.js';
 import { BUILTIN_HOST, BURN_ENGINE, CLI, ROOT, predictedTokens, readBurnOutput, type BurnOutput as BurnOutputFile } from '../fixtures/procs.js';
 
 const PACING_USAGE = `usage: npm run bench:pacing -- [flags]
@@ -179,6 +179,14 @@ interface ScenarioResult {
   steal_ms?: number;
   /** Seconds from the idle/kill event until engine 0 ran ≥ 95 % of its solo rate; null = never. */
   recovery_s?: number | null;
+  /** Hand-over (pacer/NOTES.md): seconds from the others' last token to engine 0 at ≥ 90 % of its
+   *  solo rate — the others going idle in 'idle release' (coop and built-in engines know their
+   *  idleness: target ≤ 0.5 s; gate and free: CPU time, ≤ 2.0 s), stopping (SIGTERM: they leave the
+   *  registry) or killed in the others; null = never. */
+  release_s?: number | null;
+  /** Built-in engines: ms from the first request at each other (warm, idle) engine, while engine 0
+   *  is busy, to its first token (target: ≤ one period + its prefill). */
+  wake_ms?: (number | null)[];
   targets_met?: boolean;
   /** With --repeat: each run's headline figures (the rest of the result is their medians). */
   runs?: { ratio: number | null; aggregate_pct_of_solo: number; itl_max_ms: number[]; itl_max_cpu_ms?: number[]; bound_ok: boolean; steal_ms?: number; recovery_s?: number | null; solo_before_after_tokps?: [number, number | null] }[];
@@ -417,13 +425,20 @@ async function runScenario(mode: Mode, scenario: Scenario, iterations: number, d
   const children: (ChildProcess | null)[] = scenario.engines.map(() => null);
   const outs = scenario.engines.map((_, i) => join(dir, `${gpuKey}-${i}.jsonl`));
   const timers: NodeJS.Timeout[] = [];
+  /** When each built-in engine's client sent its first request (wall µs). */
+  const clientStartUs: (number | null)[] = scenario.engines.map(() => null);
   let eventUs: number | null = null;
   timeline.starts.forEach((startS, i) => {
     const idleAfterS = scenario.event === 'idle' && i === 1 && timeline.eventS !== null ? timeline.eventS - startS : null;
     const host = hosts?.[i];
     if (host !== undefined) {
       children[i] = host.process;
-      timers.push(setTimeout(() => streamFromHost(host, outs[i] ?? '', idleAfterS), startS * 1000));
+      timers.push(
+        setTimeout(() => {
+          clientStartUs[i] = wallUs();
+          streamFromHost(host, outs[i] ?? '', idleAfterS);
+        }, startS * 1000),
+      );
     } else if (!isBuiltin(mode)) timers.push(setTimeout(() => (children[i] = launch(mode, scenario, i, gpuKey, iterations, outs[i] ?? '', idleAfterS)), startS * 1000));
   });
   if (scenario.event === 'kill' && timeline.eventS !== null) {
@@ -510,6 +525,15 @@ async function runScenario(mode: Mode, scenario: Scenario, iterations: number, d
     const at = recoveredAtUs(tokensOf(0), eventUs, soloTokps);
     result.recovery_s = at === null ? null : round(Math.max(0, at - eventUs) / 1e6, 2);
   }
+  if (scenario.engines.length > 1) {
+    // The others' last token: at the idle/kill event, or before they were stopped.
+    const endUs = eventUs ?? (timeline.othersStopS === null ? null : t0 + timeline.othersStopS * 1e6);
+    if (endUs !== null) {
+      const lastUs = Math.max(...scenario.engines.slice(1).map((_, k) => tokensOf(k + 1).filter((t) => t <= endUs + 500_000).at(-1) ?? endUs));
+      result.release_s = releaseS(tokensOf(0), lastUs, soloTokps);
+    }
+  }
+  if (isBuiltin(mode) && scenario.engines.length > 1) result.wake_ms = clientStartUs.slice(1).map((at, k) => (at === null ? null : wakeMs(tokensOf(k + 1), at)));
   return result;
 }
 
@@ -548,6 +572,11 @@ function medianOf(runs: ScenarioResult[]): ScenarioResult {
     result.cpu_ms_per_token = perEngine((r, i) => r.cpu_ms_per_token?.[i] ?? 0, 3);
   }
   if (runs.every((r) => r.steal_ms !== undefined)) result.steal_ms = runs.reduce((sum, r) => sum + (r.steal_ms ?? 0), 0);
+  if (first.release_s !== undefined) {
+    const release = median(runs.map((r) => r.release_s ?? Number.POSITIVE_INFINITY));
+    result.release_s = Number.isFinite(release) ? round(release, 2) : null;
+  }
+  if (first.wake_ms !== undefined) result.wake_ms = first.wake_ms.map((_, i) => round(median(runs.map((r) => r.wake_ms?.[i] ?? Number.POSITIVE_INFINITY)), 1));
   if (first.recovery_s !== undefined) {
     const recovery = median(runs.map((r) => r.recovery_s ?? Number.POSITIVE_INFINITY));
     result.recovery_s = Number.isFinite(recovery) ? round(recovery, 2) : null;
@@ -565,12 +594,21 @@ function judge(result: ScenarioResult, scenario: Scenario): boolean | undefined 
     if (result.weights.length === 3) checks.push(Math.abs((result.tokps[1] ?? 0) / (result.tokps[2] ?? 1) - 1) <= 0.03);
   }
   if (scenario.event === 'idle') checks.push(result.recovery_s !== undefined && result.recovery_s !== null && result.recovery_s <= 2.5);
+  if (scenario.event === 'idle') checks.push(result.release_s !== undefined && result.release_s !== null && result.release_s <= releaseTargetS(result.mode));
   if (scenario.event === 'kill') checks.push(result.recovery_s !== undefined && result.recovery_s !== null && result.recovery_s <= 3.6);
   return checks.every(Boolean);
 }
 
+/** The idle-release target of a mode: engines that know their idleness (coop burn engines, the
+ *  built-in engine) hand over within 0.5 s; engines known only by CPU time (gate, free) keep 2 s. */
+function releaseTargetS(mode: Mode): number {
+  return mode === 'coop' || mode === 'builtin' ? 0.5 : 2.0;
+}
+
+const periodMsOf = (weights: number[]): number => round(buildSchedule(computeShares(weights).map((share, slot) => ({ slot, share }))).periodUs / 1000, 0);
+
 function table(results: ScenarioResult[]): string {
-  const header = ['scenario', 'mode', 'weights', 'tok/s', 'ratio', 'target', 'solo tok/s', 'agg % solo', 'ITL p50/p95/max ms', 'bound ms', 'recovery s', 'TDM targets'];
+  const header = ['scenario', 'mode', 'weights', 'tok/s', 'ratio', 'target', 'solo tok/s', 'agg % solo', 'ITL p50/p95/max ms', 'bound ms', 'recovery s', 'release s (target)', 'wake ms (period)', 'TDM targets'];
   const rows = results.map((r) => [
     r.name,
     r.mode,
@@ -583,6 +621,8 @@ function table(results: ScenarioResult[]): string {
     `${r.itl_ms.p50.toFixed(1)}/${r.itl_ms.p95.toFixed(1)}/${r.itl_ms.max.toFixed(1)}`,
     r.bound_ms.length ? r.bound_ms.map((b) => b.toFixed(0)).join(' / ') : '—',
     r.recovery_s === undefined ? '' : r.recovery_s === null ? 'never' : r.recovery_s.toFixed(2),
+    r.release_s === undefined ? '' : `${r.release_s === null ? 'never' : r.release_s.toFixed(2)}${r.name === 'idle release' ? ` (≤ ${releaseTargetS(r.mode)})` : ''}`,
+    r.wake_ms === undefined ? '' : `${r.wake_ms.map((w) => (w === null || !Number.isFinite(w) ? '—' : w.toFixed(0))).join(' / ')} (${periodMsOf(r.weights)})`,
     r.targets_met === undefined ? '' : r.targets_met ? 'met' : 'MISSED',
   ]);
   return textTable(header, rows);
@@ -666,7 +706,7 @@ async function main(): Promise<void> {
           const result = await runScenario(mode, scenario, iterations, dir, wallUs, mode === 'static' ? freeSolo : null);
           if (mode === 'free') freeSolo = result.solo_tokps;
           runsByMode.set(mode, [...(runsByMode.get(mode) ?? []), result]);
-          log(`  ${scenario.name.padEnd(15)} ${mode.padEnd(6)}${repeat > 1 ? ` run ${run + 1}/${repeat}` : ''} tok/s ${result.tokps.join(' / ')}${result.ratio !== null ? `  ratio ${result.ratio}` : ''}  agg ${result.aggregate_pct_of_solo}% of ${result.solo_tokps}${result.solo_before_after_tokps?.[1] ? ` (${result.solo_before_after_tokps.join(' → ')})` : ''}${result.cpu_pct ? `  cpu ${result.cpu_pct.join('/')}% ${result.cpu_ms_per_token?.join('/')} ms/tok` : ''}  max gap ${result.itl_ms_per_engine.map((e) => e.max).join('/')} ms${result.itl_max_cpu_ms ? ` (cpu in it ${result.itl_max_cpu_ms.join('/')})` : ''}${result.steal_ms ? `  steal ${result.steal_ms} ms` : ''}${result.recovery_s !== undefined ? `  recovery ${result.recovery_s ?? 'never'} s` : ''}`);
+          log(`  ${scenario.name.padEnd(15)} ${mode.padEnd(6)}${repeat > 1 ? ` run ${run + 1}/${repeat}` : ''} tok/s ${result.tokps.join(' / ')}${result.ratio !== null ? `  ratio ${result.ratio}` : ''}  agg ${result.aggregate_pct_of_solo}% of ${result.solo_tokps}${result.solo_before_after_tokps?.[1] ? ` (${result.solo_before_after_tokps.join(' → ')})` : ''}${result.cpu_pct ? `  cpu ${result.cpu_pct.join('/')}% ${result.cpu_ms_per_token?.join('/')} ms/tok` : ''}  max gap ${result.itl_ms_per_engine.map((e) => e.max).join('/')} ms${result.itl_max_cpu_ms ? ` (cpu in it ${result.itl_max_cpu_ms.join('/')})` : ''}${result.steal_ms ? `  steal ${result.steal_ms} ms` : ''}${result.recovery_s !== undefined ? `  recovery ${result.recovery_s ?? 'never'} s` : ''}${result.release_s !== undefined ? `  release ${result.release_s ?? 'never'} s` : ''}${result.wake_ms !== undefined ? `  wake ${result.wake_ms.map((w) => w ?? '—').join('/')} ms` : ''}`);
         }
       }
       for (const runs of runsByMode.values()) {
@@ -689,7 +729,7 @@ async function main(): Promise<void> {
   } else {
     console.log('');
     console.log(table(results));
-    console.log(`\nratio = first engine's tok/s over the second's; solo = engine 0 alone at the start of the same run; bound = (1 − share)·period;\nTDM targets (coop, gate, builtin): ratio ±3 %, aggregate ≥ 97 % of solo, max ITL ≤ bound + 2 tokens, idle release ≤ 2.5 s, kill -9 ≤ 3.6 s\nbuiltin: node-llama-cpp on a generated ${BUILTIN_MODEL_NAME} model, warmed up alone, then two clients streaming ${PACED_REQUEST_TOKENS}-token chat completions back to back`);
+    console.log(`\nratio = first engine's tok/s over the second's; solo = engine 0 alone at the start of the same run; bound = (1 − share)·period;\nTDM targets (coop, gate, builtin): ratio ±3 %, aggregate ≥ 97 % of solo, max ITL ≤ bound + 2 tokens, idle release ≤ 2.5 s, kill -9 ≤ 3.6 s\nrelease = from the others' last token (idle, stopped or killed) until engine 0 decodes at ≥ 90 % of its solo rate; target in 'idle release': ≤ 0.5 s where idleness is known (coop, builtin), ≤ 2.0 s for CPU-time engines (gate); wake (built-in engines) = from the first request at an idle engine to its first token while engine 0 is busy, target ≤ one period (in brackets) + its prefill\nbuiltin: node-llama-cpp on a generated ${BUILTIN_MODEL_NAME} model, warmed up alone, then two clients streaming ${PACED_REQUEST_TOKENS}-token chat completions back to back`);
     if (repeat > 1) console.log(`every figure is the median of ${repeat} runs (each run's in the JSON, under "runs")`);
     console.log(`${seconds} s; wrote bench-results/${values.quick ? 'pacing-quick.json' : 'pacing.json'}`);
   }

@@ -30,7 +30,7 @@ import { buildSchedule, ownerAt, stallBoundUs, usUntilWindowEnd, type Schedule }
 import { writeGguf, type GgufSpec } from '../fixtures/gguf.js';
 import { LLAMA_SERVER_HINT, findLlamaServer, freePort, llamaServerArgs, nvidiaSmiListsGpu, streamCompletion, waitHealthy, type LlamaServerArgs } from '../fixtures/llama-server.js';
 import { BUILTIN_HOST, CLI, ROOT, predictedTokens } from '../fixtures/procs.js';
-import { costByWindowPosition, counterAt, gapsMs, median, rateOverWholeRequests, releasedAtUs, round, summary, textTable, windowStartCost, type WindowPositionCost } from './pacing-stats.js';
+import { costByWindowPosition, counterAt, gapsMs, median, rateOverWholeRequests, releaseS, releasedAtUs, round, summary, textTable, wakeMs, windowStartCost, type WindowPositionCost } from './pacing-stats.js';
 
 export type LlamaDevice = 'cpu' | 'gpu';
 export type LlamaMode = 'free' | 'naive' | 'gate' | 'coop';
@@ -139,14 +139,25 @@ export interface LlamaResult {
    *  (they hold them until their slots go idle); null unpaced and under the naive loop, which
    *  stops with the interval. */
   release_s: number | null;
+  /** Hand-over (pacer/NOTES.md): seconds from the others' last token to engine 0 at ≥ 90 % of its
+   *  solo rate (null: never), and ms from the first request at each idle other engine, while
+   *  engine 0 is busy, to its first token (prefill included). Targets in HANDOVER_TARGETS. */
+  release_90_s: number | null;
+  wake_ms: (number | null)[];
   /** NVML's GPU utilisation, mean of the samples in each phase (GPU only). */
   gpu_util_pct: PhaseUtilization | null;
   /** Each server's own /metrics counter at the end, and what its streams said (they agree but
    *  for a request cut short by the stop). */
   metrics_tokens: number[];
   streamed_tokens: number[];
-  runs?: { ratio: number | null; ratio_whole_requests: number | null; equal_pair_ratio_whole_requests: number | null; cpu_ratio: number | null; equal_pair_ratio: number | null; aggregate_pct_of_solo: number; release_s: number | null; itl_max_ms: number[] }[];
+  runs?: { ratio: number | null; ratio_whole_requests: number | null; equal_pair_ratio_whole_requests: number | null; cpu_ratio: number | null; equal_pair_ratio: number | null; aggregate_pct_of_solo: number; release_s: number | null; release_90_s: number | null; wake_ms: (number | null)[]; itl_max_ms: number[] }[];
 }
+
+/** What release should be: ≤ 0.5 s where the engine's idleness is known (a llama.cpp server's
+ *  /metrics under the gate, the built-in engine's own queue in coop), ≤ 2.0 s for engines known only
+ *  by CPU time (opencoti's gate); wake: ≤ one period plus the request's own prefill (the table shows
+ *  the period beside it). */
+export const HANDOVER_TARGETS = { knownIdleReleaseS: 0.5, cpuTimeReleaseS: 2.0 } as const;
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -479,6 +490,8 @@ async function runOnce(options: LlamaBenchOptions, scenario: LlamaScenario, mode
     // free never holds, and the naive loop stops with the interval.
     const othersShortestWindowUs = Math.min(...schedule.windows.filter((w) => w.slot !== 0).map((w) => w.lengthUs));
     const released = mode === 'gate' || mode === 'coop' ? releasedAtUs(e0.tokens, stopUs, othersShortestWindowUs / 2, schedule.periodUs) : null;
+    // The others' last token: their clients stop at stopUs (a token may still arrive in flight).
+    const othersLastTokenUs = Math.max(...engines.slice(1).map((e) => e.tokens.filter((t) => t <= stopUs + 500_000).at(-1) ?? stopUs));
     const ratio = (a: number | null | undefined, b: number | null | undefined): number | null => (a !== undefined && a !== null && b !== undefined && b !== null && b > 0 ? round(a / b, 3) : null);
     const whole = engines.map((e) => rateOverWholeRequests(e.requestStarts, fromUs, toUs));
     const wholeTokps = whole.map((w) => (w === null ? null : round(w.tokps, 1)));
@@ -506,6 +519,8 @@ async function runOnce(options: LlamaBenchOptions, scenario: LlamaScenario, mode
       itl_p50_ms: median(itl.map((s) => s.p50)),
       bound_ms: scenario.weights.map((_, slot) => round((stallBoundUs(schedule, slot) ?? 0) / 1000, 1)),
       release_s: released === null ? null : round(Math.max(0, released - stopUs) / 1e6, 2),
+      release_90_s: releaseS(e0.tokens, othersLastTokenUs, solo),
+      wake_ms: engines.slice(1).map((e) => wakeMs(e.tokens, othersStartUs)),
       gpu_util_pct: nvml === null ? null : { solo_before: nvml.mean(t0 + 1e6, othersStartUs), shared: nvml.mean(fromUs, toUs), solo_after: nvml.mean(afterFromUs, afterToUs) },
       metrics_tokens: metrics,
       streamed_tokens: engines.map((e) => e.streamed),
@@ -557,12 +572,14 @@ function medianOfRuns(runs: LlamaResult[]): LlamaResult {
     aggregate_pct_of_solo: m((r) => r.aggregate_pct_of_solo, 1) ?? 0,
     itl_max_ms: perEngine((r, i) => r.itl_max_ms[i] ?? null, 2),
     release_s: m((r) => r.release_s, 2),
-    runs: runs.map((r) => ({ ratio: r.ratio, ratio_whole_requests: r.ratio_whole_requests, equal_pair_ratio_whole_requests: r.equal_pair_ratio_whole_requests, cpu_ratio: r.cpu_ratio, equal_pair_ratio: r.equal_pair_ratio, aggregate_pct_of_solo: r.aggregate_pct_of_solo, release_s: r.release_s, itl_max_ms: r.itl_max_ms })),
+    release_90_s: m((r) => r.release_90_s, 2),
+    wake_ms: first.wake_ms.map((_, i) => m((r) => r.wake_ms[i] ?? null, 1)),
+    runs: runs.map((r) => ({ ratio: r.ratio, ratio_whole_requests: r.ratio_whole_requests, equal_pair_ratio_whole_requests: r.equal_pair_ratio_whole_requests, cpu_ratio: r.cpu_ratio, equal_pair_ratio: r.equal_pair_ratio, aggregate_pct_of_solo: r.aggregate_pct_of_solo, release_s: r.release_s, release_90_s: r.release_90_s, wake_ms: r.wake_ms, itl_max_ms: r.itl_max_ms })),
   };
 }
 
 export function llamaTable(results: readonly LlamaResult[]): string {
-  const header = ['scenario', 'mode', 'tok/s', 'token split', 'whole req (n)', 'time split', 'target', '2:1:1 pair', 'CPU ms/tok', 'ms/tok in window 1st/2nd/rest', 'solo tok/s (before→after)', 'agg % solo', 'max gap ms', 'bound ms', 'release s', 'GPU util % solo/shared/after'];
+  const header = ['scenario', 'mode', 'tok/s', 'token split', 'whole req (n)', 'time split', 'target', '2:1:1 pair', 'CPU ms/tok', 'ms/tok in window 1st/2nd/rest', 'solo tok/s (before→after)', 'agg % solo', 'max gap ms', 'bound ms', 'release s', 'release 90% s (target)', 'wake ms (period)', 'GPU util % solo/shared/after'];
   const f = (x: number | null, d = 3): string => (x === null ? '—' : x.toFixed(d));
   const rows = results.map((r) => [
     r.name,
@@ -580,6 +597,8 @@ export function llamaTable(results: readonly LlamaResult[]): string {
     r.itl_max_ms.map((m) => m.toFixed(1)).join(' / '),
     r.bound_ms.map((b) => b.toFixed(0)).join(' / '),
     f(r.release_s, 2),
+    `${f(r.release_90_s, 2)} (${r.mode === 'gate' || r.mode === 'coop' ? `≤ ${HANDOVER_TARGETS.knownIdleReleaseS}` : '—'})`,
+    `${r.wake_ms.map((w) => f(w, 0)).join(' / ') || '—'} (${round(buildSchedule(computeShares(r.weights).map((share, slot) => ({ slot, share }))).periodUs / 1000, 0)})`,
     r.gpu_util_pct === null ? '—' : [r.gpu_util_pct.solo_before, r.gpu_util_pct.shared, r.gpu_util_pct.solo_after].map((u) => (u === null ? '—' : u.toFixed(0))).join(' / '),
   ]);
   return textTable(header, rows);
@@ -743,7 +762,7 @@ export async function runLlamaBench(options: LlamaBenchOptions): Promise<LlamaRe
           continue;
         }
         byMode.set(mode, [...(byMode.get(mode) ?? []), result]);
-        options.log(`  ${scenario.name.padEnd(6)} ${mode.padEnd(5)}${options.repeat > 1 ? ` run ${run + 1}/${options.repeat}` : ''} tok/s ${result.tokps.join(' / ')}  tokens ${result.ratio ?? '—'} (whole requests ${result.ratio_whole_requests ?? '—'}, ${result.whole_requests.join('/')})${result.cpu_ratio !== null ? `  time ${result.cpu_ratio}` : ''}${result.equal_pair_ratio !== null ? `  pair ${result.equal_pair_ratio}` : ''}  agg ${result.aggregate_pct_of_solo}% of ${result.solo_tokps} (${result.solo_before_after_tokps.join(' → ')})  max gap ${result.itl_max_ms.join('/')} ms (bound ${result.bound_ms.join('/')})  release ${result.release_s ?? '—'} s${result.gpu_util_pct ? `  GPU ${result.gpu_util_pct.solo_before}/${result.gpu_util_pct.shared}/${result.gpu_util_pct.solo_after} %` : ''}`);
+        options.log(`  ${scenario.name.padEnd(6)} ${mode.padEnd(5)}${options.repeat > 1 ? ` run ${run + 1}/${options.repeat}` : ''} tok/s ${result.tokps.join(' / ')}  tokens ${result.ratio ?? '—'} (whole requests ${result.ratio_whole_requests ?? '—'}, ${result.whole_requests.join('/')})${result.cpu_ratio !== null ? `  time ${result.cpu_ratio}` : ''}${result.equal_pair_ratio !== null ? `  pair ${result.equal_pair_ratio}` : ''}  agg ${result.aggregate_pct_of_solo}% of ${result.solo_tokps} (${result.solo_before_after_tokps.join(' → ')})  max gap ${result.itl_max_ms.join('/')} ms (bound ${result.bound_ms.join('/')})  release ${result.release_s ?? '—'} s (90 %: ${result.release_90_s ?? '—'} s)  wake ${result.wake_ms.map((w) => w ?? '—').join('/')} ms${result.gpu_util_pct ? `  GPU ${result.gpu_util_pct.solo_before}/${result.gpu_util_pct.shared}/${result.gpu_util_pct.solo_after} %` : ''}`);
       }
     }
     for (const runs of byMode.values()) results.push(medianOfRuns(runs));
@@ -855,7 +874,7 @@ export async function llamaBenchMain(args: LlamaMainArgs): Promise<number> {
   else {
     console.log('');
     console.log(llamaTable(results));
-    console.log(`\ntoken split = engine 0's tok/s over engine 1's (the servers' own counts) over the measured interval; whole req = the same over the whole requests each engine started inside it (n: request cycles per engine); time split = the same for CPU time of each engine's process tree (CPU only); 2:1:1 pair = engine 2 over engine 1;\nsolo = engine 0 alone before the others start and after they stop; bound = (1 − share)·period; release = from the others' stop until engine 0 was last held for their windows (gate and coop);\nms/tok in window = per engine, wall ms per token by its place in its own windows (1st: from the window's start), paced modes only`);
+    console.log(`\ntoken split = engine 0's tok/s over engine 1's (the servers' own counts) over the measured interval; whole req = the same over the whole requests each engine started inside it (n: request cycles per engine); time split = the same for CPU time of each engine's process tree (CPU only); 2:1:1 pair = engine 2 over engine 1;\nsolo = engine 0 alone before the others start and after they stop; bound = (1 − share)·period; release = from the others' stop until engine 0 was last held for their windows (gate and coop); release 90% = from the others' last token until engine 0 decodes at ≥ 90 % of its solo rate (target ≤ ${HANDOVER_TARGETS.knownIdleReleaseS} s paced: both engines know their idleness); wake = from the first request at each idle other engine to its first token while engine 0 is busy (target ≤ one period, in brackets, + its prefill);\nms/tok in window = per engine, wall ms per token by its place in its own windows (1st: from the window's start), paced modes only`);
     if (args.repeat > 1) console.log(`every figure is the median of ${args.repeat} runs (each run's in the JSON, under "runs")`);
     console.log(`${seconds} s; wrote bench-results/${file}`);
   }

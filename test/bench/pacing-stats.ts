@@ -37,11 +37,11 @@ export function counterAt(counters: readonly [number, number][], us: number): nu
   return null;
 }
 
-/** The start of the first 200 ms window after `fromUs` in which the engine decoded at ≥ 95 % of
- *  its solo rate; null when it never did. */
-export function recoveredAtUs(tokens: number[], fromUs: number, soloTokps: number): number | null {
+/** The start of the first 200 ms window after `fromUs` in which the engine decoded at ≥ `fraction`
+ *  (95 % unless told) of its solo rate; null when it never did. */
+export function recoveredAtUs(tokens: readonly number[], fromUs: number, soloTokps: number, fraction = 0.95): number | null {
   const windowUs = 200_000;
-  const needed = Math.ceil(0.95 * soloTokps * (windowUs / 1e6));
+  const needed = Math.ceil(fraction * soloTokps * (windowUs / 1e6));
   const after = tokens.filter((t) => t >= fromUs);
   for (let i = 0; i + needed - 1 < after.length; i++) {
     const first = after[i] ?? 0;
@@ -178,4 +178,19 @@ export function windowStartCost(run: { windowMs: number; windows: number; tokens
     extraCpuMsPerWindow: run.cpuMs === null || unstopped.cpuMsPerToken === null ? null : round((run.cpuMs - run.tokens * unstopped.cpuMsPerToken) / run.windows, 2),
     startMsPerWindow: run.restMsPerToken === undefined || run.restMsPerToken === null ? null : round(run.windowMs - perWindow * run.restMsPerToken, 2),
   };
+}
+
+/**
+ * Hand-over figures (the targets of pacer/NOTES.md, "Activity and hand-over"). Release: seconds from
+ * the others' last token to `tokens` at ≥ 90 % of `soloTokps` (null: never). Wake: ms from a
+ * request at an idle engine (`requestUs`) to its first token (null: none came). Pure.
+ */
+export function releaseS(tokens: readonly number[], othersLastTokenUs: number, soloTokps: number): number | null {
+  const at = recoveredAtUs(tokens, othersLastTokenUs, soloTokps, 0.9);
+  return at === null ? null : round(Math.max(0, at - othersLastTokenUs) / 1e6, 2);
+}
+
+export function wakeMs(tokens: readonly number[], requestUs: number): number | null {
+  const first = tokens.find((t) => t >= requestUs);
+  return first === undefined ? null : round((first - requestUs) / 1000, 1);
 }

@@ -222,13 +222,15 @@ describe('builtin engine host', () => {
     expect(body.usage.completion_tokens).toBeLessThanOrEqual(8);
     expect(body.usage.total_tokens).toBe(body.usage.prompt_tokens + body.usage.completion_tokens);
 
-    // The registry right after a generation: our peer, weight 2, active, busy.
+    // The registry after a generation: our peer, weight 2; with nothing in flight or queued it is
+    // known to be idle, and says so 150 ms after its last request (not opencoti's 2 s).
     const view = await peersOf(gpuKey);
     const peer = view.peers.find((p) => p.name === 'tiny-chat');
     expect(peer, JSON.stringify(view)).toBeDefined();
     expect(peer?.pid).toBe(host.child.pid);
     expect(peer?.weight).toBe(2);
-    expect(peer?.active).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect((await peersOf(gpuKey)).peers.find((p) => p.name === 'tiny-chat')?.active).toBe(false);
 
     // Bad requests and unknown paths: the error envelope.
     for (const [path, payload] of [

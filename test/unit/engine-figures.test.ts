@@ -1,6 +1,7 @@
 /** An engine's live figures from its /metrics: tokens per second and the time to first token. */
 import { describe, expect, it } from 'vitest';
-import { engineFigures, metricValue, parseEngineCounters, type CounterReading } from '../../electron/core/engines/engine-figures.js';
+import { engineFigures, parseEngineCounters, type CounterReading } from '../../electron/core/engines/engine-figures.js';
+import { metricValue } from '../../electron/core/prometheus-text.js';
 
 // What llama-server answers (b5000-ish): prompt and decode counters, no count of requests.
 const LLAMA_SERVER = `# HELP llamacpp:prompt_tokens_total Number of prompt tokens processed.

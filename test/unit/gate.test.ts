@@ -4,7 +4,7 @@ import { FakeClock } from '../../electron/core/clock.js';
 import { decodeSegment, encodeEmptySegment, encodeSlot } from '../../electron/core/registry/codec.js';
 import { judgeOneShot } from '../../electron/core/registry/liveness.js';
 import { resolvePeers } from '../../electron/core/registry/view.js';
-import { CooperativeGate, PREPARE_US, VIEW_MAX_AGE_US, decideGate, type GateDecision, type GateRegistry } from '../../electron/core/pacer/gate.js';
+import { CooperativeGate, PREPARE_US, VIEW_MAX_AGE_US, WAIT_REREAD_US, decideGate, type GateDecision, type GateRegistry } from '../../electron/core/pacer/gate.js';
 
 /** A registry in memory: each gate publishes into its own slot; peers() reads them all. */
 class MemoryRegistry {
@@ -113,6 +113,28 @@ describe('cooperative gate (fake clock)', () => {
     await gate.afterStep(5_000);
     expect(slept).toEqual([40_000 - PREPARE_US, 1_000, PREPARE_US]); // woke 1 ms early: 3 ms left, nap to 2 ms before, then the rest
     expect(clock.wallUs() % 120_000).toBe(0);
+  });
+
+  it('re-reads the registry at least every 50 ms while it waits: a peer gone idle gives its time at once', async () => {
+    const clock = new FakeClock();
+    const registry = new MemoryRegistry(clock);
+    const other = registry.join(1, 9, true); // 1:9 → our window is the first 10 % of a 400 ms period
+    const slept: number[] = [];
+    const gate = new CooperativeGate(registry.join(0, 1, true), clock, (us) => {
+      slept.push(us);
+      clock.advance(us);
+      // The other peer goes idle 60 ms into our wait.
+      if (slept.reduce((a, b) => a + b, 0) >= 60_000) other.publish({ active: false, busyPpm: 0 });
+      return Promise.resolve();
+    });
+    atPeriodStart(clock, 400_000);
+    clock.advance(50_000); // past our window: the next one is 350 ms away
+    const first = await gate.afterStep(5_000);
+    expect(first).toMatchObject({ kind: 'wait' });
+    expect(first.kind === 'wait' ? first.waitUs : 0).toBeGreaterThan(300_000);
+    // Two 50 ms naps, then on: not the whole wait.
+    expect(slept.every((us) => us <= WAIT_REREAD_US)).toBe(true);
+    expect(slept.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(100_000);
   });
 
   it('the peer with the later window sleeps until it starts', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseServerMetrics } from '../../electron/core/pacer/metrics-activity.js';
+import { busyByMetrics, parseServerMetrics } from '../../electron/core/pacer/metrics-activity.js';
 import { commandFor, type LaunchSpec } from '../../electron/core/engines/supervisor.js';
 
 describe('llama.cpp /metrics as an activity source', () => {
@@ -11,7 +11,18 @@ describe('llama.cpp /metrics as an activity source', () => {
       'llamacpp:tokens_predicted_total 4096',
       'llamacpp:requests_processing{slot="0"} 1',
     ].join('\n');
-    expect(parseServerMetrics(text)).toEqual({ requestsProcessing: 1, tokensPredicted: 4096 });
+    expect(parseServerMetrics(text)).toEqual({ requestsProcessing: 1, requestsDeferred: 0, tokensPredicted: 4096 });
+    expect(parseServerMetrics(`${text}\nllamacpp:requests_deferred 2\n`)?.requestsDeferred).toBe(2);
+  });
+
+  it('is busy with a request in flight or queued or tokens generated since the last poll, known idle otherwise', () => {
+    const idle = { requestsProcessing: 0, requestsDeferred: 0, tokensPredicted: 100 };
+    expect(busyByMetrics(null, idle)).toBe(false);
+    expect(busyByMetrics(idle, idle)).toBe(false);
+    expect(busyByMetrics(idle, { ...idle, requestsProcessing: 1 })).toBe(true);
+    expect(busyByMetrics(idle, { ...idle, requestsDeferred: 1 })).toBe(true);
+    // A request that began and ended between two polls.
+    expect(busyByMetrics(idle, { ...idle, tokensPredicted: 130 })).toBe(true);
   });
 
   it('says nothing when a figure is missing or not a number', () => {

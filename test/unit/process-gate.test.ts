@@ -69,3 +69,54 @@ describe('process gate: prepare before an edge', () => {
     expect(counts.peers).toBe(before + 1);
   });
 });
+
+describe('process gate: known idleness', () => {
+  /** One engine (slot 0) and a busy rival (slot 1); `busy` is what the engine says of itself
+   *  (null: it cannot say), its CPU time advances while `working`. Returns when `active` was
+   *  last published true→false, µs after the engine stopped working. */
+  function releaseAfterStop(busyNow: (() => boolean | null) | undefined, working: { on: boolean }): number | null {
+    const clock = new FakeClock();
+    let cpuUs = 0;
+    const published: boolean[] = [];
+    const peers = (): readonly AlivePeer[] => {
+      const bytes = encodeEmptySegment();
+      encodeSlot(bytes, 0, { pid: ENGINE, weight: 1, active: published.at(-1) ?? false, heartbeatUs: clock.wallUs() });
+      encodeSlot(bytes, 1, { pid: 777, weight: 1, active: true, heartbeatUs: clock.wallUs() });
+      const decoded = decodeSegment(bytes);
+      return resolvePeers(decoded, judgeOneShot(decoded.slots, clock.wallUs()));
+    };
+    const gate = new ProcessGate({
+      clock,
+      control: { suspend: () => true, resume: () => true },
+      activity: { workUs: () => (working.on ? (cpuUs += 5_000) : cpuUs), ...(busyNow === undefined ? {} : { busyNow }) },
+      peers,
+    });
+    const member = { slot: 0, set: (fields: { active?: boolean }) => (fields.active !== undefined && published.push(fields.active), true) } as unknown as RegistryMember;
+    gate.add(ENGINE, member);
+    for (let t = 0; t < 1_000_000; t += 10_000) {
+      gate.step();
+      clock.advance(10_000);
+    }
+    expect(published.at(-1)).toBe(true);
+    working.on = false;
+    for (let t = 0; t < 3_000_000; t += 10_000) {
+      gate.step();
+      if (published.at(-1) === false) return t;
+      clock.advance(10_000);
+    }
+    return null;
+  }
+
+  it('an engine that says it has nothing in flight clears active within the 150 ms hysteresis, one known only by CPU time after 2 s', () => {
+    const working = { on: true };
+    const known = releaseAfterStop(() => working.on, working);
+    expect(known).not.toBeNull();
+    expect(known).toBeGreaterThanOrEqual(150_000);
+    expect(known).toBeLessThanOrEqual(160_000);
+    const cpuOnly = releaseAfterStop(undefined, { on: true });
+    expect(cpuOnly).toBeGreaterThanOrEqual(2_000_000);
+    // An engine that cannot say right now (null) falls back on the CPU rule too.
+    const silent = { on: true };
+    expect(releaseAfterStop(() => (silent.on ? true : null), silent)).toBeGreaterThanOrEqual(2_000_000);
+  });
+});

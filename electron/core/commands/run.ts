@@ -5,8 +5,11 @@
  * owner_pid = us), suspend and resume the tree at window edges, forward SIGINT/SIGTERM/SIGHUP to
  * the tree (as a terminal does to its foreground group), and exit with the command's exit code.
  * Once we were told to stop (a forwarded SIGINT/SIGTERM, or our parent gone with
- * --exit-with-parent), nothing of the tree outlives us: what is left when the command exits gets
- * SIGTERM, then SIGKILL after the grace. If we are killed outright, the watchdog does the same.
+ * --exit-with-parent), the tree runs unpaced, its /metrics is no longer polled, and nothing of it
+ * outlives the grace: what still runs TREE_GRACE_MS after SIGTERM gets SIGKILL, the command
+ * included (a SIGINT gets the grace, then SIGTERM and the grace again). Signals are handled from
+ * before the command starts, so that one arriving at any moment is acted on. If we are killed
+ * outright, the watchdog ends the tree the same way.
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -20,7 +23,7 @@ import { RegistryMember, startHeartbeat } from '../registry/member.js';
 import { RegistryObserver } from '../registry/observer.js';
 import { RegistrySegment } from '../registry/segment.js';
 import { bootLogLine } from '../registry/view.js';
-import { ProcessGate, cpuActivity } from '../pacer/process-gate.js';
+import { ProcessGate, cpuActivity, type ActivitySource } from '../pacer/process-gate.js';
 import { metricsActivity } from '../pacer/metrics-activity.js';
 import { describeActivity, detectLlamaServer, serverKeyOf } from '../pacer/server-activity.js';
 import { PREPARE_US, sleepUs } from '../pacer/gate.js';
@@ -76,20 +79,30 @@ const STOPPING: ReadonlySet<NodeJS.Signals> = new Set(['SIGINT', 'SIGTERM']);
 /** How long a command runs unpaced after a forwarded signal, to act on it. */
 const SIGNAL_GRACE_MS = 2_000;
 
-/**
- * End a tree: resume it (a stopped process does not act on SIGTERM), SIGTERM, and SIGKILL to what
- * is left after `graceMs`. Resolves once nothing of it runs.
- */
-export async function endTree(control: ProcessControl, rootPid: number, graceMs: number): Promise<void> {
-  control.resume(rootPid);
-  if (!control.signal(rootPid, 'SIGTERM')) return;
-  control.resume(rootPid);
-  const deadline = Date.now() + graceMs;
-  while (Date.now() < deadline) {
-    if (!control.alive(rootPid)) return;
+/** Whether nothing of the tree runs within `ms` (checked every 50 ms). */
+async function goneWithin(control: ProcessControl, rootPid: number, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    if (!control.alive(rootPid)) return true;
+    if (Date.now() >= deadline) return false;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+
+/**
+ * End a tree: resume it (a stopped process does not act on a signal), send `first` (SIGTERM by
+ * default; a SIGINT is followed by SIGTERM when the tree outlives the grace), and SIGKILL to what is
+ * left `graceMs` after SIGTERM. Resolves once nothing of it runs (or a second after SIGKILL).
+ */
+export async function endTree(control: ProcessControl, rootPid: number, graceMs: number, first: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  for (const signal of first === 'SIGTERM' ? (['SIGTERM'] as const) : ([first, 'SIGTERM'] as const)) {
+    control.resume(rootPid);
+    if (!control.signal(rootPid, signal)) return;
+    control.resume(rootPid);
+    if (await goneWithin(control, rootPid, graceMs)) return;
+  }
   control.signal(rootPid, 'SIGKILL');
+  await goneWithin(control, rootPid, 1_000);
 }
 
 /** Keeps the watchdog told about the tree's members outside its process group (setsid). */
@@ -142,6 +155,13 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
   }
   // Started before the command: from its first instant, our death ends its tree.
   const watchdog = startWatchdog(TREE_GRACE_MS);
+  // Signals are ours from before the command starts (Node's default would end us and leave the
+  // command running, as nothing is announced to the watchdog yet): one that arrives before the
+  // command runs is passed on once it does. `forward` is replaced once there is a tree.
+  const early: NodeJS.Signals[] = [];
+  let onSignal = (signal: NodeJS.Signals): void => void early.push(signal);
+  const handler = (signal: NodeJS.Signals): void => onSignal(signal);
+  for (const signal of FORWARDED) process.on(signal, handler);
   // Under a supervisor our stdin is its lifeline pipe (see onParentGone): the command does not get
   // it. On POSIX the command leads a new process group (Node's detached start also makes it a
   // session leader: terminal signals reach it through us, below).
@@ -152,6 +172,7 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
     child.once('error', (error) => resolve(error));
   });
   if (spawned !== null || child.pid === undefined) {
+    for (const signal of FORWARDED) process.off(signal, handler);
     watchdog.close();
     segment?.close();
     io.err(`gpu-share: cannot start ${JSON.stringify(options.command)}: ${spawned?.message ?? 'no pid'}`);
@@ -168,35 +189,43 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
 
   let gate: ProcessGate | null = null;
   let member: RegistryMember | null = null;
+  let metrics: (ActivitySource & { stop(): void }) | null = null;
   let repace: NodeJS.Timeout | null = null;
-  /** Told to stop: what is left of the tree when the command exits is ended too. */
+  /** Told to stop: the tree is ended (endTree) whether or not the command exits of itself. */
   let stopping = false;
   let ending: Promise<void> | null = null;
-  const forward = (signal: NodeJS.Signals): void => {
-    if (STOPPING.has(signal)) stopping = true;
-    // A stopped process cannot act on a signal: let it run, pass the signal on, and give it time
-    // to act before pacing it again (it may ignore the signal, or treat SIGHUP as "reload").
+  /** Stop: unpaced for good (a stopped process cannot act on a signal), no more polling (a
+   *  server closing gracefully waits for our keep-alive connection, which a poll every 100 ms
+   *  would keep busy for ever), and the tree ended within the grace. */
+  const beginStop = (first: NodeJS.Signals): void => {
+    stopping = true;
+    metrics?.stop();
     gate?.remove(pid);
+    if (repace !== null) clearTimeout(repace);
+    ending = endTree(control, pid, TREE_GRACE_MS, first);
+  };
+  const forward = (signal: NodeJS.Signals): void => {
+    if (STOPPING.has(signal) && !stopping) return beginStop(signal);
     if (!control.signal(pid, signal)) child.kill(signal);
+    if (stopping) return;
+    // Not a stop (SIGHUP: it may mean "reload"): let it run to act on it, and pace it again after.
+    gate?.remove(pid);
     if (repace !== null) clearTimeout(repace);
     repace = setTimeout(() => {
-      if (gate !== null && member !== null) gate.add(pid, member);
+      if (gate !== null && member !== null && !stopping) gate.add(pid, member);
     }, SIGNAL_GRACE_MS);
   };
-  // Installed before anything is announced: a signal from now on reaches the command.
-  for (const signal of FORWARDED) process.on(signal, forward);
+  onSignal = forward;
+  for (const signal of early.splice(0)) forward(signal);
   const stopWatchingParent = options.exitWithParent
     ? onParentGone(() => {
-        stopping = true;
-        gate?.remove(pid);
-        if (repace !== null) clearTimeout(repace);
-        ending = endTree(control, pid, TREE_GRACE_MS);
+        if (!stopping) beginStop('SIGTERM');
       })
     : () => undefined;
   const cleanupSignals = (): void => {
     stopWatchingParent();
     if (repace !== null) clearTimeout(repace);
-    for (const signal of FORWARDED) process.off(signal, forward);
+    for (const signal of FORWARDED) process.off(signal, handler);
   };
   /** After the command exited: end the rest of the tree if we were told to stop, or let it go. */
   const settleTree = async (): Promise<void> => {
@@ -236,7 +265,8 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
     return code;
   }
   const observer = new RegistryObserver(clock, false);
-  const metrics = activityChoice.url === undefined ? null : metricsActivity(activityChoice.url, cpuActivity(control), { apiKey: activityChoice.apiKey });
+  // Not polled once told to stop (see beginStop).
+  metrics = activityChoice.url === undefined || stopping ? null : metricsActivity(activityChoice.url, cpuActivity(control), { apiKey: activityChoice.apiKey });
   const activityLine = describeActivity(activityChoice.url, activityChoice.detected, control.cpuTimeUs(pid) !== null);
   io.err(`${bootLogLine(options.gpuKey, slot, options.weight, observer.peers(registry).length)}; activity: ${activityLine}`);
 
@@ -248,7 +278,7 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
     activity,
     peers: () => watcher.peers(registry),
   });
-  pacer.add(pid, paced);
+  if (!stopping) pacer.add(pid, paced);
   gate = pacer;
   // Under a supervisor: overshoot figures for its metrics, in batches on stderr.
   const reporting = options.exitWithParent

@@ -9,7 +9,8 @@
  * - stdout carries the host protocol only (host-protocol.ts): progress while loading, ready with the
  *   real port, log lines, fatal. Bad flags: one line on stderr naming the flag, exit 2.
  * - With --gpu-key it joins the registry as its own peer (pid = owner = this process), heartbeats,
- *   re-judges activity every 100 ms, and passes the cooperative gate after every decode step.
+ *   is active while a request is in flight or queued (idle 150 ms after the last), and passes the
+ *   cooperative gate after every decode step.
  * - HTTP (node:http): GET /health, GET /v1/models, GET /metrics (Prometheus, llama-server's names),
  *   POST /v1/chat/completions and /v1/completions, streaming (SSE) or not; and llama-server's own
  *   POST /completion, GET /props and GET /gpu/peers, for tools written for it. One context
@@ -225,17 +226,19 @@ async function main(argv: readonly string[]): Promise<void> {
     return;
   }
 
-  // The registry: our own peer, heartbeating, its activity re-judged every 100 ms.
+  // The registry: our own peer, heartbeating, active while a request is in flight or queued.
   let afterStep: AfterStep | null = null;
   let slot: number | null = null;
   let setWeight: ((weight: number) => void) | null = null;
   let peersView: (() => GpuPeersView) | null = null;
+  let knowRequests: ((pending: () => number) => void) | null = null;
   if (options.registry !== null) {
     const { gpuKey, weight, name } = options.registry;
     try {
       const peer = joinAsPacedPeer(loadRegistryHelper(), { gpuKey, weight, name }, log);
       slot = peer.slot;
-      afterStep = (stepUs) => peer.gate.afterStep(stepUs);
+      afterStep = (stepUs) => peer.afterStep(stepUs);
+      knowRequests = (pending) => peer.knowRequests(pending);
       setWeight = (w) => peer.setWeight(w);
       peersView = () => peer.view();
       // Overshoot figures for the supervisor's metrics, in batches.
@@ -261,6 +264,8 @@ async function main(argv: readonly string[]): Promise<void> {
   }
 
   const host = new Host({ alias: options.alias, modelPath: options.model }, afterStep, log, peersView);
+  // Its own queue says when it is idle: its window goes to the others 150 ms after the last request.
+  knowRequests?.((): number => host.pendingRequests);
   // The secret comes in the environment (never argv, which any local user can read) and leaves it.
   const secret = process.env[ENGINE_SECRET_ENV];
   delete process.env[ENGINE_SECRET_ENV];

@@ -256,6 +256,12 @@ export class Host {
     private readonly peers: (() => GpuPeersView) | null,
   ) {}
 
+  /** Generation requests in flight or queued: what the engine's `active` flag follows
+   *  (pacer/paced-peer.ts knowRequests). */
+  get pendingRequests(): number {
+    return this.inflight.size;
+  }
+
   get isStopping(): boolean {
     return this.stopping;
   }

@@ -8,6 +8,8 @@
  * to first token (null, "not reported"), never one made up from prompt throughput. Pure.
  */
 
+import { metricValue } from '../prometheus-text.js';
+
 export interface EngineCounters {
   /** llamacpp:tokens_predicted_total; null when the engine does not report it. */
   tokensPredicted: number | null;
@@ -29,15 +31,6 @@ export interface EngineFigures {
 }
 
 export const TTFT_METRIC = 'gpushare_time_to_first_token_seconds';
-
-/** A sample's value in a Prometheus text body (the first line for the name, labels ignored);
- *  null when absent or not a finite number. */
-export function metricValue(text: string, name: string): number | null {
-  const escaped = name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  const match = new RegExp(`^${escaped}(?:\\{[^}]*\\})?\\s+([-+0-9.eE]+|NaN|[+-]?Inf)\\s*(?:\\s\\d+)?$`, 'm').exec(text);
-  const n = match?.[1] === undefined ? Number.NaN : Number(match[1]);
-  return Number.isFinite(n) ? n : null;
-}
 
 export function parseEngineCounters(text: string): EngineCounters {
   return {

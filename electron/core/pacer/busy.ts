@@ -2,7 +2,15 @@
  * Activity bookkeeping shared by both gates: when the engine last did work (the `active` flag is
  * "worked within the last 2 s") and how much of the last second it spent working (`busy_ppm`).
  */
+/** How long `active` outlives the last evidence of work when the engine's idleness is not known:
+ *  its CPU time (process gate) or its decode steps (cooperative gate) are all we see, and a quiet
+ *  spell of either proves nothing (a GPU-bound engine waiting on its kernels burns no CPU; a client
+ *  between two requests is about to send the next). opencoti's rule. */
 export const ACTIVITY_WINDOW_US = 2_000_000;
+/** How long `active` outlives the last request when the engine's idleness is known (no request in
+ *  flight and none queued: the built-in engine's own queue, a llama.cpp server's /metrics): a short
+ *  hysteresis, so that a client sending requests back to back keeps its place in the schedule. */
+export const KNOWN_IDLE_HYSTERESIS_US = 150_000;
 export const BUSY_WINDOW_US = 1_000_000;
 
 export class BusyMeter {

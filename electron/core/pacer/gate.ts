@@ -86,6 +86,10 @@ export function freePass(peers: readonly AlivePeer[], selfSlot: number): GateDec
  *  decides again, at most this many times. */
 const MAX_WAKE_CHECKS = 6;
 
+/** A wait is slept in naps of at most this long, the registry read afresh after each: a peer that
+ *  went idle meanwhile gives its time to us at once, not at our next window. */
+export const WAIT_REREAD_US = 50_000;
+
 /**
  * A wait ends in two naps: the first until this long before the window starts, where the gate
  * re-reads the registry (and the host's own timers have run during the nap), the second to the
@@ -157,10 +161,16 @@ export class CooperativeGate {
     this.stats.decisions[first.kind]++;
     if (first.kind === 'wait') this.stats.sleeps++;
     let decision = first;
-    for (let check = 0; decision.kind === 'wait' && check < MAX_WAKE_CHECKS; check++) {
-      const napUs = decision.waitUs > PREPARE_US ? decision.waitUs - PREPARE_US : decision.waitUs;
+    // Naps that end 2 ms before the window or WAIT_REREAD_US on are followed by a fresh read; the
+    // last, short one (to the window's start) decides on that read. Only the short ones count as
+    // checks of a timer that fired early; the long ones are bounded by the wait itself.
+    for (let check = 0, naps = 0; decision.kind === 'wait' && check < MAX_WAKE_CHECKS && naps < 64; naps++) {
+      const reread = decision.waitUs > PREPARE_US;
+      const napUs = reread ? Math.min(decision.waitUs - PREPARE_US, WAIT_REREAD_US) : decision.waitUs;
+      if (!reread) check++;
       this.stats.sleptUs += napUs;
       await this.sleep(napUs);
+      if (reread) this.view = null;
       const woke = this.clock.monoUs();
       decision = decideGate(this.peers(woke), this.registry.selfSlot(), this.clock.wallUs(), () => this.schedule(woke));
     }

@@ -1,26 +1,44 @@
 /**
  * Activity from a llama.cpp-style server's Prometheus `/metrics` (llama-server with `--metrics`,
- * and the built-in engine host, which uses the same names): it is working while
- * `llamacpp:requests_processing` > 0 or `llamacpp:tokens_predicted_total` grows. Polled in the
- * background; when the endpoint does not answer, it says "cannot tell" and CPU time decides.
+ * llamafile, and the built-in engine host, which uses the same names): it is working while
+ * `llamacpp:requests_processing` or `llamacpp:requests_deferred` (queued) is above 0, or
+ * `llamacpp:tokens_predicted_total` grew since the previous poll (a request that began and ended
+ * between two polls; it also bridges the short gaps of a client sending back to back). Idle means
+ * known idle: nothing in flight, nothing queued, nothing generated since the last poll. Polled every
+ * 100 ms over one keep-alive connection (a poll costs ~0.1 ms of CPU: see pacer/NOTES.md); when the
+ * endpoint does not answer, it says "cannot tell" and CPU time decides.
  */
-import { metricValue } from '../engines/engine-figures.js';
+import { metricValue } from '../prometheus-text.js';
+import { startPoller } from './http-poll.js';
 import type { ActivitySource } from './process-gate.js';
 
 export interface ServerMetrics {
   requestsProcessing: number;
+  /** Requests queued behind the busy slots; 0 when the server does not report it (older builds). */
+  requestsDeferred: number;
   tokensPredicted: number;
 }
 
-/** The two figures from a Prometheus text body; null when either is missing. Pure. */
+/** The figures from a Prometheus text body; null when requests_processing or
+ *  tokens_predicted_total is missing. Pure. */
 export function parseServerMetrics(text: string): ServerMetrics | null {
   const requestsProcessing = metricValue(text, 'llamacpp:requests_processing');
   const tokensPredicted = metricValue(text, 'llamacpp:tokens_predicted_total');
-  return requestsProcessing === null || tokensPredicted === null ? null : { requestsProcessing, tokensPredicted };
+  if (requestsProcessing === null || tokensPredicted === null) return null;
+  return { requestsProcessing, requestsDeferred: metricValue(text, 'llamacpp:requests_deferred') ?? 0, tokensPredicted };
+}
+
+/** Working, by one poll and the one before it. Pure. */
+export function busyByMetrics(previous: ServerMetrics | null, now: ServerMetrics): boolean {
+  const grew = previous !== null && now.tokensPredicted > previous.tokensPredicted;
+  return now.requestsProcessing > 0 || now.requestsDeferred > 0 || grew;
 }
 
 /** Metrics older than this are not evidence. */
 const FRESH_MS = 1_000;
+
+/** How often the server is asked. */
+export const METRICS_POLL_MS = 100;
 
 export interface MetricsProbeOptions {
   /** Sent as `Authorization: Bearer <key>`: a server started with an API key asks for it on
@@ -30,35 +48,17 @@ export interface MetricsProbeOptions {
 }
 
 export function metricsActivity(url: string, fallback: ActivitySource, options: MetricsProbeOptions = {}): ActivitySource & { stop(): void } {
-  const pollMs = options.pollMs ?? 100;
-  const headers: Record<string, string> = options.apiKey === undefined ? {} : { authorization: `Bearer ${options.apiKey}` };
-  let latest: { metrics: ServerMetrics; atMs: number } | null = null;
-  let lastTokens: number | null = null;
-  let inFlight = false;
-  const poll = async (): Promise<void> => {
-    if (inFlight) return;
-    inFlight = true;
-    try {
-      const response = await fetch(url, { headers, signal: AbortSignal.timeout(500) });
-      const metrics = response.ok ? parseServerMetrics(await response.text()) : null;
-      if (metrics !== null) latest = { metrics, atMs: Date.now() };
-    } catch {
-      // not up yet, or gone: the CPU fallback decides meanwhile
-    } finally {
-      inFlight = false;
-    }
-  };
-  const timer = setInterval(() => void poll(), pollMs);
-  timer.unref();
+  let previous: ServerMetrics | null = null;
+  let verdict: { busy: boolean; atMs: number } | null = null;
+  const poller = startPoller(url, options.apiKey, options.pollMs ?? METRICS_POLL_MS, (text) => {
+    const metrics = text === null ? null : parseServerMetrics(text);
+    if (metrics === null) return;
+    verdict = { busy: busyByMetrics(previous, metrics), atMs: Date.now() };
+    previous = metrics;
+  });
   return {
     workUs: (pid) => fallback.workUs(pid),
-    busyNow: () => {
-      if (latest === null || Date.now() - latest.atMs > FRESH_MS) return null;
-      const { requestsProcessing, tokensPredicted } = latest.metrics;
-      const grew = lastTokens !== null && tokensPredicted > lastTokens;
-      lastTokens = tokensPredicted;
-      return requestsProcessing > 0 || grew;
-    },
-    stop: () => clearInterval(timer),
+    busyNow: () => (verdict === null || Date.now() - verdict.atMs > FRESH_MS ? null : verdict.busy),
+    stop: () => poller.stop(),
   };
 }

@@ -1,8 +1,12 @@
 /**
  * An engine process that paces itself: joins the registry as its own peer (pid = this process),
- * heartbeats, re-judges its activity every 100 ms (so that going idle releases its window 2.0–2.1 s
- * after its last step rather than at the next 500 ms heartbeat) and hands out the cooperative gate
- * to call after every decode step. The built-in engine host and the burn engine both use it.
+ * heartbeats, re-judges its activity every 50 ms and hands out the cooperative gate to call after
+ * every decode step. The built-in engine host and the burn engine both use it.
+ *
+ * Activity: an engine that knows its requests (`knowRequests`: the built-in engine's own queue) is
+ * active while one is in flight or queued — set at its first step, or within 50 ms of its arrival —
+ * and idle KNOWN_IDLE_HYSTERESIS_US (150 ms) after the last one ends, so that its window goes to the
+ * others at once. Otherwise the gate's own rule holds: active until 2 s after the last step.
  */
 import type { RegistryHelper } from '../../../native/helper.js';
 import { systemClock } from '../clock.js';
@@ -10,10 +14,15 @@ import { RegistryMember, processBootUs, startHeartbeat } from '../registry/membe
 import { RegistryObserver } from '../registry/observer.js';
 import { RegistrySegment } from '../registry/segment.js';
 import type { GpuPeersView } from '../registry/view.js';
-import { CooperativeGate, sleepUs } from './gate.js';
+import { KNOWN_IDLE_HYSTERESIS_US } from './busy.js';
+import { CooperativeGate, sleepUs, type GateDecision } from './gate.js';
 
 export interface PacedPeer {
   readonly gate: CooperativeGate;
+  /** Call after each decode step: our known activity first (see knowRequests), then the gate. */
+  afterStep(stepUs?: number): Promise<GateDecision>;
+  /** From now on `active` follows `pending()`, the requests in flight or queued (see above). */
+  knowRequests(pending: () => number): void;
   readonly slot: number;
   /** A new weight, written to our slot at once (the supervisor's slider). */
   setWeight(weight: number): void;
@@ -39,7 +48,41 @@ export function joinAsPacedPeer(helper: RegistryHelper, options: { gpuKey: strin
     throw error;
   }
   const observer = new RegistryObserver(clock, true);
-  const gate = new CooperativeGate({ peers: () => observer.peers(segment), selfSlot: () => member.slot, publish: (fields) => void member.set(fields) }, clock, sleepUs);
+  // Known activity: null until the engine says it knows its requests. A request is seen by its
+  // decode steps (`stepped`, set at every step without reading a clock) or by `pendingOf()` at a
+  // tick, so that one that begins and ends between two ticks still counts.
+  let pendingOf: (() => number) | null = null;
+  let lastBusyMonoUs: number | null = null;
+  let stepped = false;
+  let written: boolean | null = null;
+  const knownActive = (): boolean | null => {
+    if (pendingOf === null) return null;
+    const now = clock.monoUs();
+    if (stepped || pendingOf() > 0) {
+      stepped = false;
+      lastBusyMonoUs = now;
+      return true;
+    }
+    return lastBusyMonoUs !== null && now - lastBusyMonoUs < KNOWN_IDLE_HYSTERESIS_US;
+  };
+  const writeActive = (active: boolean | null): void => {
+    if (active === null || active === written) return;
+    written = active;
+    member.set({ active });
+  };
+  const gate = new CooperativeGate(
+    {
+      peers: () => observer.peers(segment),
+      selfSlot: () => member.slot,
+      publish: (fields) => {
+        const active = knownActive() ?? fields.active;
+        written = active;
+        member.set({ ...fields, active });
+      },
+    },
+    clock,
+    sleepUs,
+  );
   const heartbeat = startHeartbeat(member, (result) => {
     if (result === 'rejoined') log('warn', `our registry slot was reclaimed (stopped for more than 3 s?); rejoined slot ${String(member.slot)}`);
     else if (result instanceof Error) log('error', `registry heartbeat failed: ${result.message}`);
@@ -47,13 +90,24 @@ export function joinAsPacedPeer(helper: RegistryHelper, options: { gpuKey: strin
   const refresh = setInterval(() => {
     try {
       gate.refresh();
+      writeActive(knownActive());
     } catch (error) {
       log('error', `registry update failed: ${error instanceof Error ? error.message : String(error)}`);
     }
-  }, 100);
+  }, 50);
   let left = false;
   return {
     gate,
+    afterStep: (stepUs) => {
+      stepped = true;
+      // A request that arrived since the last tick: active from its first step.
+      if (pendingOf !== null && written !== true) writeActive(knownActive());
+      return gate.afterStep(stepUs);
+    },
+    knowRequests: (pending) => {
+      pendingOf = pending;
+      writeActive(knownActive());
+    },
     slot,
     setWeight: (weight) => void member.set({ weight }),
     view: () => observer.view(options.gpuKey, segment, member.slot),

@@ -10,7 +10,7 @@ import type { ProcessControl } from '../../../native/process-control.js';
 import type { Clock } from '../clock.js';
 import type { RegistryMember } from '../registry/member.js';
 import type { AlivePeer } from '../registry/view.js';
-import { ACTIVITY_WINDOW_US, BusyMeter } from './busy.js';
+import { ACTIVITY_WINDOW_US, BusyMeter, KNOWN_IDLE_HYSTERESIS_US } from './busy.js';
 import { decideGate } from './gate.js';
 import { OvershootLog } from './overshoot.js';
 import { usSinceWindowEnd, usUntilWindowEnd } from './schedule.js';
@@ -27,7 +27,9 @@ export interface ActivitySource {
    *  unknown right now. Also feeds busy_ppm. */
   workUs(pid: number): number | null;
   /** Direct evidence from the engine itself (a server's in-flight requests and generated tokens):
-   *  true = working, false = idle; null or absent = it cannot say, judge by `workUs`. */
+   *  true = working, false = idle (no request in flight or queued: `active` then clears
+   *  KNOWN_IDLE_HYSTERESIS_US after the last evidence of work instead of ACTIVITY_WINDOW_US); null
+   *  or absent = it cannot say, judge by `workUs`. */
   busyNow?(pid: number): boolean | null;
 }
 
@@ -55,6 +57,8 @@ interface Engine {
   published: { active: boolean; atMonoUs: number } | null;
   /** No activity source answers for it: treated as active, so that pacing still happens. */
   unknownActivity: boolean;
+  /** The engine itself said, at the last sample, that it has nothing in flight or queued. */
+  knownIdle: boolean;
   /** It was last let run because its window was on. */
   ranInWindow: boolean;
 }
@@ -113,6 +117,7 @@ export class ProcessGate {
       meter: new BusyMeter(),
       published: null,
       unknownActivity: false,
+      knownIdle: false,
       ranInWindow: false,
     });
   }
@@ -174,7 +179,8 @@ export class ProcessGate {
 
   private isActive(engine: Engine, nowMonoUs: number): boolean {
     if (engine.unknownActivity) return true;
-    return engine.lastWorkMonoUs !== null && nowMonoUs - engine.lastWorkMonoUs <= ACTIVITY_WINDOW_US;
+    const windowUs = engine.knownIdle ? KNOWN_IDLE_HYSTERESIS_US : ACTIVITY_WINDOW_US;
+    return engine.lastWorkMonoUs !== null && nowMonoUs - engine.lastWorkMonoUs <= windowUs;
   }
 
   private sample(engine: Engine, nowMonoUs: number): void {
@@ -186,6 +192,7 @@ export class ProcessGate {
     engine.unknownActivity = work === null && this.deps.activity.busyNow === undefined;
     const busy = this.deps.activity.busyNow?.(engine.pid) ?? null;
     if (busy === true) engine.lastWorkMonoUs = nowMonoUs;
+    engine.knownIdle = busy === false;
     if (work !== null && engine.lastWorkUs !== null) {
       const delta = Math.max(0, work - engine.lastWorkUs);
       engine.meter.record(nowMonoUs, delta);
