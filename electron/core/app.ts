@@ -47,7 +47,7 @@ import { buildSchedule, stallBoundUs } from './pacer/schedule.js';
 import { engineFigures, parseEngineCounters, type CounterReading, type EngineFigures } from './engines/engine-figures.js';
 import { RingBuffer } from './telemetry/ring.js';
 import { EnvelopeStore } from './planner/envelopes.js';
-import { modelPeak } from './planner/estimate.js';
+import { childEstimator, modelPeak } from './planner/estimate.js';
 import { memoryNeeds } from './planner/memory.js';
 import { PlanHistory } from './planner/history.js';
 import { LeaseBook } from './planner/leases.js';
@@ -92,7 +92,7 @@ export async function startCore(options: CoreOptions): Promise<Core> {
 async function checkModelFile(modelPath: string | null): Promise<void> {
   if (modelPath === null) return; // a command engine without a model file
   const check = await inspectModelFile(modelPath);
-  if (!check.ok) throw badField('modelPath', `${modelPath}: ${describeModelProblem(check.problem)}`);
+  if (!check.ok) throw badField('modelPath', `${modelPath}: ${describeModelProblem(check.problem)}${check.detail === undefined ? '' : ` (${check.detail})`}`);
 }
 
 /** Core errors → the contract's codes (what the caller does next). */
@@ -136,6 +136,8 @@ class GpuShareCore implements Core {
   /** Profiles whose last load failed (the gateway skips them), and the engines that got running. */
   private readonly failures = new Map<string, ProfileFailure>();
   private readonly ranOnce = new Set<string>();
+  /** node-llama-cpp's GGUF parser runs in a child with a heap limit and a deadline. */
+  private readonly estimator: ReturnType<typeof childEstimator>;
 
   constructor(
     private readonly options: CoreOptions,
@@ -145,6 +147,7 @@ class GpuShareCore implements Core {
   ) {
     this.settings = options.settings;
     this.dataDir = options.dataDir;
+    this.estimator = childEstimator({ spawn: options.spawn ?? spawnEngineProcess, nodePath: options.launchers.nodePath });
     this.segments = new SegmentCache(clock, (key) => RegistrySegment.openForObserve(this.options.helper, key), (key, message) => this.log(`registry ${key}: ${message}`));
     this.policy = options.policy ?? POLICY_M10_V1;
     this.history = new PlanHistory(this.policy.historySize);
@@ -350,10 +353,10 @@ class GpuShareCore implements Core {
     // Only model files: the path comes from a form, and nothing else is opened or described.
     if (!modelPath.toLowerCase().endsWith('.gguf')) throw badField('modelPath', 'must name a .gguf model file');
     const check = await inspectModelFile(modelPath);
-    if (!check.ok) throw badField('modelPath', describeModelProblem(check.problem));
+    if (!check.ok) throw badField('modelPath', `${describeModelProblem(check.problem)}${check.detail === undefined ? '' : ` (${check.detail})`}`);
     const contextSize = options.contextSize ?? defaultContextSize(check.facts.trainContextSize);
     const kvCacheType = options.kvCacheType ?? 'f16';
-    const peak = await this.guard(() => modelPeak(this.envelopes, modelPath, { contextSize, gpuLayers: DEFAULT_GPU_LAYERS, engineKind: 'builtin' }, kvCacheType));
+    const peak = await this.guard(() => modelPeak(this.envelopes, modelPath, { contextSize, gpuLayers: DEFAULT_GPU_LAYERS, engineKind: 'builtin' }, kvCacheType, this.estimator));
     return {
       modelPath,
       fileBytes: check.facts.fileBytes,
@@ -457,6 +460,7 @@ class GpuShareCore implements Core {
     for (const timer of this.timers) clearInterval(timer);
     this.timers = [];
     await this.supervisor.stopAll();
+    this.estimator.close();
     this.sampler.close();
     this.segments.close();
     for (const segment of this.writers.values()) segment.close();
@@ -480,7 +484,7 @@ class GpuShareCore implements Core {
     // A profiles file edited by hand is held to the same rule as the API.
     checkProfileEnv(profile);
     const device = this.launchDevice(profile, gpuKey);
-    const spec = await this.guard(() => launchSpecFor(profile, this.envelopes, { defaultIdleUnloadMinutes: this.settings.get().idleUnloadMinutes }));
+    const spec = await this.guard(() => launchSpecFor(profile, this.envelopes, { defaultIdleUnloadMinutes: this.settings.get().idleUnloadMinutes, estimator: this.estimator }));
     return { ...spec, gpuKey: device };
   }
 
