@@ -95,23 +95,28 @@ export async function estimateFromGguf(file: string, options: EstimateOptions): 
     throw new EstimateError(file, `not a readable GGUF model (${error instanceof Error ? error.message : String(error)})`, true);
   }
   const instance = await llama();
-  let insights: Awaited<ReturnType<typeof GgufInsights.from>>;
+  // From here on llama.cpp is loaded: whatever fails is the file's metadata (a layer count of the
+  // wrong type, a context that is not a number).
   try {
-    insights = await GgufInsights.from(info, instance);
+    const insights = await GgufInsights.from(info, instance);
+    const layers = insights.totalLayers;
+    const gpuLayers = Math.min(options.gpuLayers, layers);
+    const model = insights.estimateModelResourceRequirements({ gpuLayers });
+    const context = contextRequirements(insights, options.contextSize, gpuLayers, options.kvCacheType ?? 'f16');
+    const vram = model.gpuVram + context.gpuVram.kvCacheBytes + context.gpuVram.computeBytes;
+    const useVram = vram > 0;
+    const field = useVram ? 'gpuVram' : 'cpuRam';
+    const modelBytes = Math.round(model[field]);
+    const { kvCacheBytes, computeBytes } = context[field];
+    const contextBytes = kvCacheBytes + computeBytes;
+    const figures = [modelBytes, kvCacheBytes, computeBytes, modelBytes + contextBytes];
+    if (!figures.every((n) => Number.isSafeInteger(n) && n >= 0)) throw new Error('its metadata gives no usable size');
+    const trained = insights.trainContextSize;
+    const trainContextSize = typeof trained === 'number' && Number.isSafeInteger(trained) && trained > 0 ? trained : null;
+    return { peakBytes: modelBytes + contextBytes, modelBytes, contextBytes, kvCacheBytes, computeBytes, basis: useVram ? 'gpuVram' : 'cpuRam', trainContextSize, layers: Number.isSafeInteger(layers) ? layers : null };
   } catch (error) {
     throw new EstimateError(file, `not a usable GGUF model (${error instanceof Error ? error.message : String(error)})`, true);
   }
-  const layers = insights.totalLayers;
-  const gpuLayers = Math.min(options.gpuLayers, layers);
-  const model = insights.estimateModelResourceRequirements({ gpuLayers });
-  const context = contextRequirements(insights, options.contextSize, gpuLayers, options.kvCacheType ?? 'f16');
-  const vram = model.gpuVram + context.gpuVram.kvCacheBytes + context.gpuVram.computeBytes;
-  const useVram = vram > 0;
-  const field = useVram ? 'gpuVram' : 'cpuRam';
-  const modelBytes = Math.round(model[field]);
-  const { kvCacheBytes, computeBytes } = context[field];
-  const contextBytes = kvCacheBytes + computeBytes;
-  return { peakBytes: modelBytes + contextBytes, modelBytes, contextBytes, kvCacheBytes, computeBytes, basis: useVram ? 'gpuVram' : 'cpuRam', trainContextSize: insights.trainContextSize ?? null, layers };
 }
 
 /** Bytes per KV cache element of each type (a quantized type's block bytes over its 32 values). */
