@@ -42,7 +42,8 @@ import { checkProfileEnv, DEFAULT_GPU_LAYERS, ProfileError, ProfileNotFoundError
 import { describeModelProblem, inspectModelFile } from './planner/model-file.js';
 import { spawnEngineProcess } from './engines/spawn.js';
 import { removeEngineFile, residentFacts, writeEngineFile } from './engines/engine-files.js';
-import { Supervisor, SupervisorError, type EngineStatus, type LaunchSpec, type SupervisorEvent } from './engines/supervisor.js';
+import { CrashLoopError, Supervisor, SupervisorError, type EngineStatus, type LaunchSpec, type SupervisorEvent } from './engines/supervisor.js';
+import { describeCrashHold } from './engines/crash-loop.js';
 import { buildSchedule, stallBoundUs } from './pacer/schedule.js';
 import { engineFigures, parseEngineCounters, type CounterReading, type EngineFigures } from './engines/engine-figures.js';
 import { RingBuffer } from './telemetry/ring.js';
@@ -100,6 +101,7 @@ export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
   if (error instanceof ProfileNotFoundError) return new ApiError('NOT_FOUND', error.message);
   if (error instanceof ProfileError) return new ApiError('BAD_REQUEST', error.message, error.field === null ? {} : { field: error.field });
+  if (error instanceof CrashLoopError) return new ApiError('NOT_ADMITTED', error.message, { reasons: [error.hold.kind === 'failed' ? 'ENGINE_FAILED' : 'ENGINE_BACKOFF'] });
   if (error instanceof SupervisorError) return new ApiError(error.message.startsWith('no engine') ? 'NOT_FOUND' : 'CONFLICT', error.message);
   if (error instanceof Error && (error.name === 'EstimateError' || error.name === 'PlannerInputError')) return new ApiError('BAD_REQUEST', error.message);
   if (error instanceof Error && error.name === 'ModelFileError') return new ApiError('BAD_REQUEST', `modelPath: ${error.message}`, { field: 'modelPath' });
@@ -246,6 +248,8 @@ class GpuShareCore implements Core {
   /** From the dashboard or the CLI: a failed profile is tried again. */
   async launch(request: LaunchRequest): Promise<LaunchOutcome> {
     this.failures.delete(request.profileId);
+    // The user's own start: an engine held back for crashing gets its chance again.
+    this.supervisor.resetCrashes(request.profileId);
     return this.launchOn(request.profileId, request.gpuKey);
   }
 
@@ -256,6 +260,9 @@ class GpuShareCore implements Core {
   /** `gpuKey`: the device asked for; undefined = the profile's preferred one, else the one with
    *  the most free memory. */
   private async launchOn(profileId: string, gpuKey: string | undefined): Promise<LaunchOutcome> {
+    // An engine that keeps ending by itself: a 503 naming why, and nothing is started.
+    const hold = this.supervisor.crashHoldOf(profileId);
+    if (hold !== null) throw toApiError(new CrashLoopError(describeCrashHold(this.profiles.get(profileId)?.name ?? profileId, hold, this.clock.monoUs()), hold));
     let spec: LaunchSpec;
     try {
       spec = await this.specFor(profileId, gpuKey);
@@ -291,7 +298,7 @@ class GpuShareCore implements Core {
           else if (result.engine !== null && result.engine.state !== 'running') this.log(`${spec.name}: exited while starting (${result.engine.exitSignal ?? `exit code ${String(result.engine.exitCode)}`})`);
         },
         (error: unknown) => {
-          this.markFailed(spec.profileId, `could not start: ${error instanceof Error ? error.message : String(error)}`);
+          if (!(error instanceof CrashLoopError)) this.markFailed(spec.profileId, `could not start: ${error instanceof Error ? error.message : String(error)}`);
           if (!answered) reject(toApiError(error));
           else this.log(`${spec.name}: launch failed: ${String(error)}`);
         },
@@ -340,6 +347,7 @@ class GpuShareCore implements Core {
       const profile = this.profiles.update(id, patch);
       // Edited: the gateway may try it again.
       this.failures.delete(id);
+      this.supervisor.resetCrashes(id);
       return profile;
     });
   }
@@ -580,6 +588,11 @@ class GpuShareCore implements Core {
         return;
       case 'pacer':
         this.emit({ type: 'pacer', engineId: event.id, overshootsUs: event.overshootsUs });
+        return;
+      case 'crash-loop':
+        // Failed: the gateway skips it (a 503 naming this) until the user restarts it.
+        if (event.hold.kind === 'failed') this.markFailed(event.profileId, event.message);
+        else this.log(`profile ${event.profileId}: ${event.message}`);
         return;
       case 'idle-unload':
       case 'restart':
