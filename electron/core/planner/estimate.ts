@@ -164,6 +164,8 @@ export interface ChildEstimatorOptions {
   /** How the child starts (the app's spawn runs `nodePath script` as a utility process). */
   spawn: (request: SpawnRequest) => SpawnedProcess;
   nodePath: string;
+  /** The child's script (default: estimate-host.js beside this module, in dist). */
+  hostPath?: string;
   heapMb?: number;
   timeoutMs?: number;
 }
@@ -193,7 +195,7 @@ export function childEstimator(options: ChildEstimatorOptions): Estimator & { cl
   let nextId = 0;
   const start = (): Child => {
     const started: Child = {
-      process: options.spawn({ command: options.nodePath, args: [ESTIMATE_HOST_PATH, '--serve'], env: { NODE_OPTIONS: `--max-old-space-size=${heapMb}` } }),
+      process: options.spawn({ command: options.nodePath, args: [options.hostPath ?? ESTIMATE_HOST_PATH, '--serve'], env: { NODE_OPTIONS: `--max-old-space-size=${heapMb}` } }),
       current: null,
       gone: false,
     };
@@ -236,8 +238,11 @@ export function childEstimator(options: ChildEstimatorOptions): Estimator & { cl
           // else (llama.cpp's binaries would not load) says nothing about the file.
           return reject(answer.fromFile === true ? new ModelFileError(file, { code: 'MODEL_MALFORMED' }, why) : new EstimateError(file, why));
         }
-        // It died on the file (out of its heap, a fatal error in the parser).
-        reject(new ModelFileError(file, { code: 'MODEL_MALFORMED' }, `the GGUF parser ${exit ?? 'did not answer'} (heap limit ${heapMb} MB)`));
+        // Killed by a signal while on the file: out of its heap or a fatal error in the parser
+        // (V8 aborts). An exit code without an answer is the estimator's own failure (it could
+        // not load its modules): nothing is known of the file.
+        if (exit !== null && exit.startsWith('was ended')) return reject(new ModelFileError(file, { code: 'MODEL_MALFORMED' }, `the GGUF parser ${exit} (heap limit ${heapMb} MB)`));
+        reject(new EstimateError(file, `the estimator ${exit ?? 'did not answer'}`));
       };
       if (!current.process.send(JSON.stringify({ id, file, options: estimateOptions }))) current.current(null, 'did not take the request');
     });
