@@ -15,6 +15,7 @@ import { realpathSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { KV_CACHE_GGML_TYPE, type KvCacheType } from '../contract.js';
+import { onParentGone, stdinIsPipe } from '../parent-watch.js';
 import { EstimateError, estimateFromGguf, releaseEstimator, type EstimateOptions } from './estimate.js';
 
 const IDLE_EXIT_MS = 60_000;
@@ -42,8 +43,8 @@ function parseRequest(text: string): { id: number; file: string; options: Estima
 function serve(): void {
   let idle = setTimeout(() => process.exit(0), IDLE_EXIT_MS);
   let line = Promise.resolve();
-  const input = createInterface({ input: process.stdin, crlfDelay: Infinity });
-  input.on('line', (text) => {
+  const take = (text: unknown): void => {
+    if (typeof text !== 'string') return;
     line = line.then(async () => {
       clearTimeout(idle);
       const request = parseRequest(text);
@@ -59,9 +60,14 @@ function serve(): void {
       process.stdout.write(`${JSON.stringify(answer)}\n`);
       idle = setTimeout(() => void releaseEstimator().finally(() => process.exit(0)), IDLE_EXIT_MS);
     });
-  });
-  // The parent is gone: nobody to answer.
-  input.on('close', () => process.exit(0));
+  };
+  // Requests come on stdin (a child process) or as messages on parentPort (an Electron utility
+  // process, whose stdin is not a pipe: the app's spawn sends there).
+  const parentPort = (process as NodeJS.Process & { parentPort?: { on(event: 'message', listener: (message: { data: unknown }) => void): void } }).parentPort;
+  parentPort?.on('message', (message) => take(message.data));
+  if (stdinIsPipe()) createInterface({ input: process.stdin, crlfDelay: Infinity }).on('line', take);
+  // The parent is gone (its stdin pipe ended, or we were re-parented): nobody to answer.
+  onParentGone(() => process.exit(0));
 }
 
 function isEntryPoint(): boolean {

@@ -207,9 +207,10 @@ export async function readGgufHeader(source: ByteSource): Promise<GgufHeaderResu
 
 async function readHeader(source: ByteSource): Promise<GgufHeaderResult> {
   const cursor = new Cursor(source, Math.min(source.size, GGUF_HEADER_MAX_BYTES));
-  if (source.size < 24) return { ok: false, problem: { kind: source.size < 8 ? 'not-gguf' : 'truncated', detail: `the file has ${source.size} bytes, a GGUF header at least 24` } };
+  if (source.size < 4) return { ok: false, problem: { kind: 'not-gguf', detail: `the file has ${source.size} bytes` } };
   const magic = await cursor.u32('the magic');
   if (magic !== 0x46554747) return { ok: false, problem: { kind: 'not-gguf', detail: 'it does not start with "GGUF"' } };
+  if (source.size < 24) return { ok: false, problem: { kind: 'truncated', detail: `the file has ${source.size} bytes, a GGUF header at least 24`, neededBytes: 24 } };
   const version = await cursor.u32('the version');
   if (version !== 2 && version !== 3) return { ok: false, problem: { kind: 'not-gguf', detail: `GGUF version ${version} (2 and 3 are read)` } };
   const tensorCount = await cursor.u64('the tensor count');
