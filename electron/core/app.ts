@@ -43,12 +43,13 @@ import { checkProfileEnv, DEFAULT_GPU_LAYERS, ProfileError, ProfileNameTakenErro
 import { describeModelProblem, inspectModelFile } from './planner/model-file.js';
 import { spawnEngineProcess } from './engines/spawn.js';
 import { removeEngineFile, residentFacts, writeEngineFile } from './engines/engine-files.js';
-import { Supervisor, SupervisorError, type EngineStatus, type LaunchSpec, type SupervisorEvent } from './engines/supervisor.js';
+import { CrashLoopError, Supervisor, SupervisorError, type EngineStatus, type LaunchSpec, type SupervisorEvent } from './engines/supervisor.js';
+import { describeCrashHold } from './engines/crash-loop.js';
 import { buildSchedule, stallBoundUs } from './pacer/schedule.js';
 import { engineFigures, parseEngineCounters, type CounterReading, type EngineFigures } from './engines/engine-figures.js';
 import { RingBuffer } from './telemetry/ring.js';
 import { EnvelopeStore } from './planner/envelopes.js';
-import { modelPeak } from './planner/estimate.js';
+import { childEstimator, modelPeak } from './planner/estimate.js';
 import { memoryNeeds } from './planner/memory.js';
 import { PlanHistory } from './planner/history.js';
 import { LeaseBook } from './planner/leases.js';
@@ -93,7 +94,7 @@ export async function startCore(options: CoreOptions): Promise<Core> {
 async function checkModelFile(modelPath: string | null): Promise<void> {
   if (modelPath === null) return; // a command engine without a model file
   const check = await inspectModelFile(modelPath);
-  if (!check.ok) throw badField('modelPath', `${modelPath}: ${describeModelProblem(check.problem)}`);
+  if (!check.ok) throw badField('modelPath', `${modelPath}: ${describeModelProblem(check.problem)}${check.detail === undefined ? '' : ` (${check.detail})`}`);
 }
 
 /** Core errors → the contract's codes (what the caller does next). */
@@ -102,6 +103,7 @@ export function toApiError(error: unknown): ApiError {
   if (error instanceof ProfileNotFoundError) return new ApiError('NOT_FOUND', error.message);
   if (error instanceof ProfileNameTakenError) return new ApiError('CONFLICT', error.message, { field: 'name' });
   if (error instanceof ProfileError) return new ApiError('BAD_REQUEST', error.message, error.field === null ? {} : { field: error.field });
+  if (error instanceof CrashLoopError) return new ApiError('NOT_ADMITTED', error.message, { reasons: [error.hold.kind === 'failed' ? 'ENGINE_FAILED' : 'ENGINE_BACKOFF'] });
   if (error instanceof SupervisorError) return new ApiError(error.message.startsWith('no engine') ? 'NOT_FOUND' : 'CONFLICT', error.message);
   if (error instanceof Error && (error.name === 'EstimateError' || error.name === 'PlannerInputError')) return new ApiError('BAD_REQUEST', error.message);
   if (error instanceof Error && error.name === 'ModelFileError') return new ApiError('BAD_REQUEST', `modelPath: ${error.message}`, { field: 'modelPath' });
@@ -138,6 +140,8 @@ class GpuShareCore implements Core {
   /** Profiles whose last load failed (the gateway skips them), and the engines that got running. */
   private readonly failures = new Map<string, ProfileFailure>();
   private readonly ranOnce = new Set<string>();
+  /** node-llama-cpp's GGUF parser runs in a child with a heap limit and a deadline. */
+  private readonly estimator: ReturnType<typeof childEstimator>;
 
   constructor(
     private readonly options: CoreOptions,
@@ -147,6 +151,7 @@ class GpuShareCore implements Core {
   ) {
     this.settings = options.settings;
     this.dataDir = options.dataDir;
+    this.estimator = childEstimator({ spawn: options.spawn ?? spawnEngineProcess, nodePath: options.launchers.nodePath });
     this.segments = new SegmentCache(clock, (key) => RegistrySegment.openForObserve(this.options.helper, key), (key, message) => this.log(`registry ${key}: ${message}`));
     this.policy = options.policy ?? POLICY_M10_V1;
     this.history = new PlanHistory(this.policy.historySize);
@@ -246,6 +251,8 @@ class GpuShareCore implements Core {
   /** From the dashboard or the CLI: a failed profile is tried again. */
   async launch(request: LaunchRequest): Promise<LaunchOutcome> {
     this.failures.delete(request.profileId);
+    // The user's own start: an engine held back for crashing gets its chance again.
+    this.supervisor.resetCrashes(request.profileId);
     return this.launchOn(request.profileId, request.gpuKey);
   }
 
@@ -256,6 +263,9 @@ class GpuShareCore implements Core {
   /** `gpuKey`: the device asked for; undefined = the profile's preferred one, else the one with
    *  the most free memory. */
   private async launchOn(profileId: string, gpuKey: string | undefined): Promise<LaunchOutcome> {
+    // An engine that keeps ending by itself: a 503 naming why, and nothing is started.
+    const hold = this.supervisor.crashHoldOf(profileId);
+    if (hold !== null) throw toApiError(new CrashLoopError(describeCrashHold(this.profiles.get(profileId)?.name ?? profileId, hold, this.clock.monoUs()), hold));
     let spec: LaunchSpec;
     try {
       spec = await this.specFor(profileId, gpuKey);
@@ -291,7 +301,7 @@ class GpuShareCore implements Core {
           else if (result.engine !== null && result.engine.state !== 'running') this.log(`${spec.name}: exited while starting (${result.engine.exitSignal ?? `exit code ${String(result.engine.exitCode)}`})`);
         },
         (error: unknown) => {
-          this.markFailed(spec.profileId, `could not start: ${error instanceof Error ? error.message : String(error)}`);
+          if (!(error instanceof CrashLoopError)) this.markFailed(spec.profileId, `could not start: ${error instanceof Error ? error.message : String(error)}`);
           if (!answered) reject(toApiError(error));
           else this.log(`${spec.name}: launch failed: ${String(error)}`);
         },
@@ -340,6 +350,7 @@ class GpuShareCore implements Core {
       const profile = this.profiles.update(id, patch);
       // Edited: the gateway may try it again.
       this.failures.delete(id);
+      this.supervisor.resetCrashes(id);
       return profile;
     });
   }
@@ -353,10 +364,10 @@ class GpuShareCore implements Core {
     // Only model files: the path comes from a form, and nothing else is opened or described.
     if (!modelPath.toLowerCase().endsWith('.gguf')) throw badField('modelPath', 'must name a .gguf model file');
     const check = await inspectModelFile(modelPath);
-    if (!check.ok) throw badField('modelPath', describeModelProblem(check.problem));
+    if (!check.ok) throw badField('modelPath', `${describeModelProblem(check.problem)}${check.detail === undefined ? '' : ` (${check.detail})`}`);
     const contextSize = options.contextSize ?? defaultContextSize(check.facts.trainContextSize);
     const kvCacheType = options.kvCacheType ?? 'f16';
-    const peak = await this.guard(() => modelPeak(this.envelopes, modelPath, { contextSize, gpuLayers: DEFAULT_GPU_LAYERS, engineKind: 'builtin' }, kvCacheType));
+    const peak = await this.guard(() => modelPeak(this.envelopes, modelPath, { contextSize, gpuLayers: DEFAULT_GPU_LAYERS, engineKind: 'builtin' }, kvCacheType, this.estimator));
     return {
       modelPath,
       fileBytes: check.facts.fileBytes,
@@ -477,6 +488,7 @@ class GpuShareCore implements Core {
     for (const timer of this.timers) clearInterval(timer);
     this.timers = [];
     await this.supervisor.stopAll();
+    this.estimator.close();
     this.sampler.close();
     this.segments.close();
     for (const segment of this.writers.values()) segment.close();
@@ -500,7 +512,7 @@ class GpuShareCore implements Core {
     // A profiles file edited by hand is held to the same rule as the API.
     checkProfileEnv(profile);
     const device = this.launchDevice(profile, gpuKey);
-    const spec = await this.guard(() => launchSpecFor(profile, this.envelopes, { defaultIdleUnloadMinutes: this.settings.get().idleUnloadMinutes }));
+    const spec = await this.guard(() => launchSpecFor(profile, this.envelopes, { defaultIdleUnloadMinutes: this.settings.get().idleUnloadMinutes, estimator: this.estimator }));
     return { ...spec, gpuKey: device };
   }
 
@@ -596,6 +608,11 @@ class GpuShareCore implements Core {
         return;
       case 'pacer':
         this.emit({ type: 'pacer', engineId: event.id, overshootsUs: event.overshootsUs });
+        return;
+      case 'crash-loop':
+        // Failed: the gateway skips it (a 503 naming this) until the user restarts it.
+        if (event.hold.kind === 'failed') this.markFailed(event.profileId, event.message);
+        else this.log(`profile ${event.profileId}: ${event.message}`);
         return;
       case 'idle-unload':
       case 'restart':

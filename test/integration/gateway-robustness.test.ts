@@ -96,7 +96,7 @@ describe('model files', () => {
       [dir, /not a regular file/],
       [text, /not a GGUF model/],
       [header, /truncated/],
-      [partial, /truncated: its tensor data needs \d+ bytes, the file has 100000/],
+      [partial, /truncated: its contents need \d+ bytes, the file has 100000/],
     ];
     for (const [path, why] of cases) {
       const added = await call<ErrorBody>(served, 'POST', '/api/profiles', profile('bad', 'chat', path));

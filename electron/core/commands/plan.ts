@@ -9,8 +9,8 @@ import { join } from 'node:path';
 import type { Clock } from '../clock.js';
 import { describePlan } from '../planner/describe.js';
 import { EnvelopeStore } from '../planner/envelopes.js';
-import { modelPeak, type ModelPeak } from '../planner/estimate.js';
-import { inspectModelFile } from '../planner/model-file.js';
+import { ModelFileError, modelPeak, type ModelPeak } from '../planner/estimate.js';
+import { inspectModelFile, type ModelProblem } from '../planner/model-file.js';
 import { defaultContextSize } from '../contract.js';
 import { plan } from '../planner/plan.js';
 import { POLICY_M10_V1, type Priority } from '../planner/policy.js';
@@ -57,9 +57,19 @@ export async function runPlan(options: PlanOptions, io: CommandIo, clock: Clock)
   const check = await inspectModelFile(options.model);
   const contextSize = options.contextSize ?? defaultContextSize(check.ok ? check.facts.trainContextSize : null);
   // The peak next (an estimate loads llama.cpp, ~1 s), so that the telemetry sample is fresh.
-  const peak: Pick<ModelPeak, 'modelKey' | 'peakBytes' | 'peakSource' | 'estimate' | 'sizeBytes' | 'parts'> = check.ok
-    ? await modelPeak(new EnvelopeStore(join(options.dataDir, 'envelopes.json')), options.model, { contextSize, gpuLayers: options.gpuLayers, engineKind: options.engineKind })
-    : { modelKey: 'unusable', sizeBytes: check.problem.fileBytes ?? 0, peakBytes: Math.max(1, check.problem.fileBytes ?? 1), peakSource: 'ESTIMATED', estimate: null, parts: null };
+  const unusable = (problem: ModelProblem): Pick<ModelPeak, 'modelKey' | 'peakBytes' | 'peakSource' | 'estimate' | 'sizeBytes' | 'parts'> => ({ modelKey: 'unusable', sizeBytes: problem.fileBytes ?? 0, peakBytes: Math.max(1, problem.fileBytes ?? 1), peakSource: 'ESTIMATED', estimate: null, parts: null });
+  let modelProblem: ModelProblem | null = check.ok ? null : check.problem;
+  let peak = modelProblem === null ? null : unusable(modelProblem);
+  if (peak === null) {
+    try {
+      peak = await modelPeak(new EnvelopeStore(join(options.dataDir, 'envelopes.json')), options.model, { contextSize, gpuLayers: options.gpuLayers, engineKind: options.engineKind });
+    } catch (error) {
+      // node-llama-cpp's parser (in its child) refused the file or died on it.
+      if (!(error instanceof ModelFileError)) throw error;
+      modelProblem = error.problem;
+      peak = unusable(modelProblem);
+    }
+  }
   const { estimate } = peak;
   const { provider, reason } = discoverTelemetry({ simFile: options.simFile, wallUs: () => clock.wallUs() });
   try {
@@ -88,7 +98,7 @@ export async function runPlan(options: PlanOptions, io: CommandIo, clock: Clock)
         peakSource: peak.peakSource,
         ...(peak.parts === null ? {} : { peakParts: peak.parts }),
         weight: options.weight,
-        ...(check.ok ? {} : { modelProblem: check.problem }),
+        ...(modelProblem === null ? {} : { modelProblem }),
       },
       // A dry-run from the command line knows the engines other processes run for this data folder
       // (it cannot stop them), but no loads in progress or gateway line (queue depth 0).

@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { kvCacheTypeOf } from './kv-cache.js';
 import type { EnvelopeStore } from '../planner/envelopes.js';
 import type { PeakParts } from '../planner/memory.js';
-import { ModelFileError, modelPeak } from '../planner/estimate.js';
+import { ModelFileError, modelPeak, type Estimator } from '../planner/estimate.js';
 import { MiB, type Priority } from '../planner/policy.js';
 import { effectiveWeight, type Profile } from './profiles.js';
 import type { LaunchSpec } from './supervisor.js';
@@ -21,6 +21,8 @@ export interface SpecOverrides {
   threads?: number | undefined;
   /** For profiles that leave idle unload unset. */
   defaultIdleUnloadMinutes?: number | null | undefined;
+  /** How an estimate is made (the app's spawn); a child of this process by default. */
+  estimator?: Estimator | undefined;
 }
 
 export async function launchSpecFor(profile: Profile, envelopes: EnvelopeStore, overrides: SpecOverrides = {}): Promise<LaunchSpec> {
@@ -30,7 +32,7 @@ export async function launchSpecFor(profile: Profile, envelopes: EnvelopeStore, 
     peak = { modelKey: `command:${profile.command ?? profile.id}`, peakBytes: COMMAND_PEAK_BYTES, peakSource: 'ESTIMATED' };
   } else {
     try {
-      peak = await modelPeak(envelopes, profile.modelPath, { contextSize, gpuLayers: profile.gpuLayers, engineKind: profile.engineKind }, kvCacheTypeOf(profile.args));
+      peak = await modelPeak(envelopes, profile.modelPath, { contextSize, gpuLayers: profile.gpuLayers, engineKind: profile.engineKind }, kvCacheTypeOf(profile.args), overrides.estimator);
     } catch (error) {
       if (!(error instanceof ModelFileError)) throw error;
       // The plan says REJECT_HEALTH with the problem's code; nothing is estimated or started.

@@ -30,6 +30,7 @@ import { ENGINE_SECRET_ENV, newEngineSecret } from './engine-secret.js';
 import { pinningFor } from './device-pinning.js';
 import type { VulkanMatch } from './vulkan-match.js';
 import { LLAMA_SERVER_DEFAULT_PORT, declaredPortOf } from '../pacer/server-activity.js';
+import { CRASH_LOOP_POLICY, crashHold, describeCrashHold, recentCrashes, type CrashHold, type CrashLoopPolicy, type CrashRecord } from './crash-loop.js';
 
 export type { EngineKind };
 
@@ -148,6 +149,8 @@ export interface SupervisorDeps {
   /** Is the engine working right now (its registry slot's `active` flag)? null = cannot tell. */
   isActive?(engine: EngineStatus): boolean | null;
   onEvent?(event: SupervisorEvent): void;
+  /** Back-off and failure of engines that keep ending by themselves (default CRASH_LOOP_POLICY). */
+  crashLoop?: CrashLoopPolicy;
 }
 
 export type SupervisorEvent =
@@ -158,7 +161,9 @@ export type SupervisorEvent =
   /** How far past its window's end the engine ran, per window, since the last report (µs). */
   | { kind: 'pacer'; id: string; overshootsUs: number[] }
   | { kind: 'idle-unload'; id: string; idleForUs: number }
-  | { kind: 'restart'; id: string; attempt: number; inMs: number };
+  | { kind: 'restart'; id: string; attempt: number; inMs: number }
+  /** An engine of the profile ended by itself: it is held back (back-off) or held as failed. */
+  | { kind: 'crash-loop'; profileId: string; hold: CrashHold; message: string };
 
 export interface LaunchResult {
   plan: PlacementPlan;
@@ -187,8 +192,26 @@ interface Engine {
 const copyStatus = (status: EngineStatus): EngineStatus => ({ ...status, lastLines: [...status.lastLines] });
 
 export class SupervisorError extends Error {
-  override readonly name = 'SupervisorError';
+  override readonly name: string = 'SupervisorError';
 }
+
+/** A launch of a profile whose engines keep ending by themselves: in back-off, or failed until
+ *  the user starts it again (crash-loop.ts). */
+export class CrashLoopError extends SupervisorError {
+  override readonly name = 'CrashLoopError';
+  constructor(
+    message: string,
+    readonly hold: CrashHold,
+  ) {
+    super(message);
+  }
+}
+
+/** How long an engine that ended stays listed (its row, its last output) when its profile is not
+ *  held as failed; only the newest ended engine of a profile is kept at all. */
+export const ENDED_KEEP_US = 10 * 60_000_000;
+
+const hasEnded = (state: EngineState): boolean => state === 'stopped' || state === 'exited' || state === 'crashed';
 
 /** The command line for a spec. Pure. `secret`: the engine's own, which its port will require
  *  (the built-in engine gets it in its environment, llama-server and llamafile as `--api-key`;
@@ -285,6 +308,9 @@ export class Supervisor {
   /** Crash restarts so far, per profile (reset when an engine of it runs for a minute). */
   private readonly restarts = new Map<string, number>();
   private readonly restartTimers = new Set<NodeJS.Timeout>();
+  /** Ends by themselves per profile, and the profiles held as failed (crash-loop.ts). */
+  private readonly crashRecords = new Map<string, CrashRecord>();
+  private readonly failedProfiles = new Set<string>();
   private closed = false;
 
   constructor(private readonly deps: SupervisorDeps) {}
@@ -352,7 +378,12 @@ export class Supervisor {
 
   /** Plan, evict what the plan names, take a lease and start the engine. Resolves once it is
    *  running (or failed to start), or at once with the plan when it was not admitted. */
-  async launch(spec: LaunchSpec, hooks: { onSpawned?: (engine: EngineStatus) => void } = {}): Promise<LaunchResult> {
+  async launch(spec: LaunchSpec, hooks: { onSpawned?: (engine: EngineStatus) => void; restart?: boolean } = {}): Promise<LaunchResult> {
+    // An engine that keeps ending by itself is not started again before its back-off, nor at all
+    // once failed, however many requests ask (the user's own start clears it: resetCrashes). Our
+    // own restart is scheduled after the back-off already.
+    const hold = this.crashHoldOf(spec.profileId);
+    if (hold !== null && !(hold.kind === 'backoff' && hooks.restart === true)) throw new CrashLoopError(describeCrashHold(spec.name, hold, this.deps.clock.monoUs(), this.crashPolicy), hold);
     const placement = this.plan(spec);
     this.deps.onEvent?.({ kind: 'plan', plan: placement });
     if (placement.verdict !== 'ADMIT' && placement.verdict !== 'ADMIT_AFTER_EVICTION') return { plan: placement, engine: null };
@@ -452,6 +483,9 @@ export class Supervisor {
       this.emitState(engine);
       markReady();
       markExited();
+      // Only the newest ended engine of a profile stays listed (with its last output).
+      for (const [otherId, other] of this.engines) if (other !== engine && other.spec.profileId === spec.profileId && hasEnded(other.status.state)) this.engines.delete(otherId);
+      if (engine.status.state === 'crashed' || engine.status.state === 'exited') this.recordCrash(engine);
       if (engine.status.state === 'crashed') this.maybeRestart(engine);
     });
     if (spec.kind === 'opencoti-llamafile') {
@@ -557,20 +591,57 @@ export class Supervisor {
       }
     }
     await Promise.all(unloads);
+    // Ended engines leave the list after a while, unless their profile is held as failed (its row
+    // keeps the last output until the user restarts it).
+    for (const [id, engine] of this.engines) {
+      if (hasEnded(engine.status.state) && engine.status.exitedAtUs !== null && now - engine.status.exitedAtUs >= ENDED_KEEP_US && !this.failedProfiles.has(engine.spec.profileId)) this.engines.delete(id);
+    }
     return ids;
+  }
+
+  /** What holds a profile back now (back-off or failed); null when it may start. */
+  crashHoldOf(profileId: string): CrashHold | null {
+    return crashHold(this.crashRecords.get(profileId), this.failedProfiles.has(profileId), this.deps.clock.monoUs(), this.crashPolicy);
+  }
+
+  /** The user starts it again (dashboard Restart or Launch, an edit): earlier ends no longer count. */
+  resetCrashes(profileId: string): void {
+    this.crashRecords.delete(profileId);
+    this.failedProfiles.delete(profileId);
+  }
+
+  private get crashPolicy(): CrashLoopPolicy {
+    return this.deps.crashLoop ?? CRASH_LOOP_POLICY;
+  }
+
+  private recordCrash(engine: Engine): void {
+    const profileId = engine.spec.profileId;
+    const now = this.deps.clock.monoUs();
+    const { exitCode, exitSignal, lastLines } = engine.status;
+    // Its own last words: `gpu-share run`'s lines (joined, activity) say nothing about why.
+    const own = lastLines.filter((l) => !l.startsWith('gpu-share: '));
+    const words = (own.length > 0 ? own : lastLines).slice(-3).join(' / ');
+    const last = `${exitSignal ?? `exit code ${String(exitCode)}`}${words === '' ? '' : `: ${words.slice(-300)}`}`;
+    const atUs = [...recentCrashes(this.crashRecords.get(profileId)?.atUs ?? [], now, this.crashPolicy), now];
+    this.crashRecords.set(profileId, { atUs, last });
+    if (atUs.length >= this.crashPolicy.limit) this.failedProfiles.add(profileId);
+    const hold = this.crashHoldOf(profileId);
+    if (hold !== null) this.deps.onEvent?.({ kind: 'crash-loop', profileId, hold, message: describeCrashHold('', hold, now, this.crashPolicy) });
   }
 
   private maybeRestart(engine: Engine): void {
     const policy = engine.spec.restart ?? null;
-    if (policy === null || this.closed) return;
+    if (policy === null || this.closed || this.failedProfiles.has(engine.spec.profileId)) return;
     const attempt = (this.restarts.get(engine.spec.profileId) ?? 0) + 1;
     if (attempt > policy.maxRestarts) return;
     this.restarts.set(engine.spec.profileId, attempt);
-    const inMs = policy.backoffMs * 2 ** (attempt - 1);
+    // Not before the crash loop's back-off either.
+    const hold = this.crashHoldOf(engine.spec.profileId);
+    const inMs = Math.max(policy.backoffMs * 2 ** (attempt - 1), hold?.kind === 'backoff' ? Math.ceil((hold.retryAtUs - this.deps.clock.monoUs()) / 1000) : 0);
     this.deps.onEvent?.({ kind: 'restart', id: engine.status.id, attempt, inMs });
     const timer = setTimeout(() => {
       this.restartTimers.delete(timer);
-      if (!this.closed) void this.launch(engine.spec).catch(() => undefined);
+      if (!this.closed) void this.launch(engine.spec, { restart: true }).catch(() => undefined);
     }, inMs);
     this.restartTimers.add(timer);
   }

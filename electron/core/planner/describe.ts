@@ -76,6 +76,7 @@ export function explainReason(reason: Reason): string {
     case 'MODEL_UNREADABLE':
     case 'MODEL_NOT_GGUF':
     case 'MODEL_TRUNCATED':
+    case 'MODEL_MALFORMED':
       return `${reason.code}: the model file is ${describeModelProblem({ code: reason.code, fileBytes: reason.fileBytes, neededBytes: reason.neededBytes })}`;
     case 'DRAINING':
       return 'DRAINING: GPU Share is draining this device; nothing new is placed';

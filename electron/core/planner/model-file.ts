@@ -4,11 +4,14 @@
  * (a model that cannot load is REJECT_HEALTH, not a crash in the estimator).
  *
  * The file is opened non-blocking and judged by fstat before a byte is read, so a FIFO or a device
- * never blocks a file-system thread; the only content ever reported is whether the first four
- * bytes are "GGUF" (never what they are instead).
+ * never blocks a file-system thread. Its header is read by our own bounded reader (gguf-header.ts),
+ * which checks every count and length against the file before using it: no third-party parser
+ * runs in this process on a file that has not passed it. Problems are reported in figures and
+ * fixed words, never with the file's content.
  */
 import { constants as fsConstants } from 'node:fs';
 import { open } from 'node:fs/promises';
+import { readGgufHeader } from './gguf-header.js';
 import type { ModelProblem } from './model-problem.js';
 
 export { describeModelProblem, type ModelProblem, type ModelProblemCode } from './model-problem.js';
@@ -22,7 +25,7 @@ export interface ModelFileFacts {
   trainContextSize: number | null;
 }
 
-export type ModelFileCheck = { ok: true; facts: ModelFileFacts } | { ok: false; problem: ModelProblem };
+export type ModelFileCheck = { ok: true; facts: ModelFileFacts } | { ok: false; problem: ModelProblem; detail?: string };
 
 /** Bytes per block and values per block of the ggml types (ggml.c's type traits). A type not
  *  listed here is sized as nothing: only its start offset is checked against the file. */
@@ -58,6 +61,7 @@ const GGML_TYPE_SIZE: Readonly<Record<number, readonly [bytes: number, block: nu
   30: [2, 1], // BF16
   34: [54, 256], // TQ1_0
   35: [66, 256], // TQ2_0
+  39: [17, 32], // MXFP4
 };
 
 /** A tensor's data size in bytes (0 when its type is unknown here). */
@@ -68,11 +72,9 @@ export function tensorDataBytes(ggmlType: number, dimensions: readonly (number |
   return Math.ceil(elements / size[1]) * size[0];
 }
 
-const GGUF_MAGIC = Buffer.from('GGUF', 'latin1');
-
-/** Checks a model file without loading it. Never throws for a bad file: the problem is data. */
+/** Checks a model file without loading it. Never throws for a bad file: the problem is data
+ *  (with `detail`: which count or field was wrong, in fixed words and figures, for an API's 400). */
 export async function inspectModelFile(path: string): Promise<ModelFileCheck> {
-  let fileBytes: number;
   let handle: Awaited<ReturnType<typeof open>>;
   try {
     handle = await open(path, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
@@ -85,34 +87,27 @@ export async function inspectModelFile(path: string): Promise<ModelFileCheck> {
   try {
     const stat = await handle.stat();
     if (!stat.isFile()) return { ok: false, problem: { code: 'MODEL_NOT_A_FILE' } };
-    fileBytes = stat.size;
-    const magic = Buffer.alloc(4);
-    let read: number;
+    const fileBytes = stat.size;
+    let header: Awaited<ReturnType<typeof readGgufHeader>>;
     try {
-      ({ bytesRead: read } = await handle.read(magic, 0, 4, 0));
+      // Every count and length is checked against the file before it is used (gguf-header.ts).
+      header = await readGgufHeader({ size: fileBytes, read: async (buffer, position) => (await handle.read(buffer, 0, buffer.length, position)).bytesRead });
     } catch {
       return { ok: false, problem: { code: 'MODEL_UNREADABLE', fileBytes } };
     }
-    if (read < 4 || !magic.equals(GGUF_MAGIC)) return { ok: false, problem: { code: 'MODEL_NOT_GGUF', fileBytes } };
+    if (!header.ok) {
+      const { kind, detail, neededBytes } = header.problem;
+      const code = kind === 'not-gguf' ? 'MODEL_NOT_GGUF' : kind === 'truncated' ? 'MODEL_TRUNCATED' : 'MODEL_MALFORMED';
+      return { ok: false, problem: { code, fileBytes, ...(neededBytes === undefined ? {} : { neededBytes }) }, detail };
+    }
+    const { architecture, trainContextSize, dataStartBytes } = header.facts;
+    if (architecture === null || header.tensors.length === 0) return { ok: false, problem: { code: 'MODEL_TRUNCATED', fileBytes }, detail: architecture === null ? 'it names no general.architecture' : 'it has no tensors' };
+    let end = 0;
+    // Split models: each part is its own file, whose tensor offsets are its own.
+    for (const tensor of header.tensors) end = Math.max(end, dataStartBytes + tensor.offset + tensorDataBytes(tensor.ggmlType, tensor.dimensions));
+    if (end > fileBytes) return { ok: false, problem: { code: 'MODEL_TRUNCATED', fileBytes, neededBytes: end }, detail: 'its tensor data runs past the end of the file' };
+    return { ok: true, facts: { fileBytes, tensorDataEndBytes: end, architecture, trainContextSize } };
   } finally {
     await handle.close();
   }
-  const { readGgufFileInfo } = await import('node-llama-cpp');
-  let info: Awaited<ReturnType<typeof readGgufFileInfo>>;
-  try {
-    info = await readGgufFileInfo(path, { sourceType: 'filesystem', readTensorInfo: true, logWarnings: false, spliceSplitFiles: false, ignoreKeys: ['tokenizer.ggml.tokens', 'tokenizer.ggml.scores', 'tokenizer.ggml.token_type', 'tokenizer.ggml.merges'] });
-  } catch {
-    // The header or the metadata runs past the end of the file, or is not GGUF's.
-    return { ok: false, problem: { code: fileBytes < 64 * 1024 ? 'MODEL_TRUNCATED' : 'MODEL_NOT_GGUF', fileBytes } };
-  }
-  const architecture = (info.metadata as { general?: { architecture?: unknown } }).general?.architecture;
-  const tensors = info.tensorInfo ?? [];
-  if (typeof architecture !== 'string' || tensors.length === 0) return { ok: false, problem: { code: 'MODEL_TRUNCATED', fileBytes } };
-  let end = 0;
-  // Split models: only this file's part is checked here (the others are their own files).
-  for (const tensor of tensors) if (tensor.filePart <= 1) end = Math.max(end, Number(tensor.fileOffset) + tensorDataBytes(tensor.ggmlType, tensor.dimensions));
-  if (end > fileBytes) return { ok: false, problem: { code: 'MODEL_TRUNCATED', fileBytes, neededBytes: end } };
-  const trained = (info.architectureMetadata as { context_length?: unknown } | undefined)?.context_length;
-  const trainContextSize = typeof trained === 'number' && Number.isSafeInteger(trained) && trained > 0 ? trained : null;
-  return { ok: true, facts: { fileBytes, tensorDataEndBytes: end, architecture, trainContextSize } };
 }

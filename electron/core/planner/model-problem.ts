@@ -2,13 +2,17 @@
  *  dashboard explains plans with it); model-file.ts finds the problems. */
 
 /** Why a model file cannot be used, as a code a plan's reason carries. */
-export type ModelProblemCode = 'MODEL_MISSING' | 'MODEL_NOT_A_FILE' | 'MODEL_UNREADABLE' | 'MODEL_NOT_GGUF' | 'MODEL_TRUNCATED';
+/** MODEL_TRUNCATED: its header or tensor data claims more bytes than the file has (a cut copy, or
+ *  a count a hostile file inflated); MODEL_MALFORMED: its header breaks GGUF's rules otherwise
+ *  (nested arrays, an unknown value type, more than 4 dimensions, a header over 64 MiB). */
+export type ModelProblemCode = 'MODEL_MISSING' | 'MODEL_NOT_A_FILE' | 'MODEL_UNREADABLE' | 'MODEL_NOT_GGUF' | 'MODEL_TRUNCATED' | 'MODEL_MALFORMED';
 
 export interface ModelProblem {
   code: ModelProblemCode;
   /** Its size on disk, when it could be read. */
   fileBytes?: number;
-  /** How long the file must be to hold its tensor data (MODEL_TRUNCATED). */
+  /** How long the file must be to hold what its header says it holds (MODEL_TRUNCATED; for a
+   *  hostile count, up to 2^53 − 1). */
   neededBytes?: number;
 }
 
@@ -24,7 +28,9 @@ export function describeModelProblem(problem: { code: ModelProblemCode; fileByte
     case 'MODEL_NOT_GGUF':
       return 'not a GGUF model';
     case 'MODEL_TRUNCATED':
-      return `truncated: its tensor data needs ${problem.neededBytes ?? '?'} bytes, the file has ${problem.fileBytes ?? '?'}`;
+      return `truncated: its contents need ${problem.neededBytes ?? '?'} bytes, the file has ${problem.fileBytes ?? '?'}`;
+    case 'MODEL_MALFORMED':
+      return 'not a valid GGUF model (its header breaks the format)';
   }
 }
 
