@@ -54,7 +54,9 @@ function firstReason(plan: PlacementPlan, ...codes: Reason['code'][]): Reason | 
  *  also names the other device that would take it, when the core found one. */
 export function planHeadline(plan: PlacementPlan, nameOf: NameOf): string {
   const headline = headlineHere(plan, nameOf);
-  return plan.elsewhere === undefined || plan.elsewhere === null ? headline : `${headline} or ${elsewhereAdvice(plan.elsewhere)}`;
+  const placed = plan.elsewhere === undefined || plan.elsewhere === null ? headline : `${headline} or ${elsewhereAdvice(plan.elsewhere)}`;
+  const above = firstReason(plan, 'CONTEXT_ABOVE_TRAINED');
+  return above === undefined ? placed : `${placed} · warning: a context of ${above.contextSize ?? '—'} tokens is above the ${above.trainContextSize ?? '—'} the model was trained for`;
 }
 
 function headlineHere(plan: PlacementPlan, nameOf: NameOf): string {
