@@ -39,10 +39,11 @@ describe('PressureTracker', () => {
       }
       return level;
     };
-    expect(feed(0.8, 29_500_000)).toBe('HIGH');
+    // The hold counts from the first reading below: 30 s after it, the 61st reading recovers.
+    expect(feed(0.8, 30_000_000)).toBe('HIGH');
     expect(feed(0.8, 500_000)).toBe('ELEVATED'); // 30 s below 0.85: one level down
     expect(feed(0.8, 30_000_000)).toBe('ELEVATED'); // 0.80 still holds ELEVATED (exit 0.75)
-    expect(feed(0.5, 29_500_000)).toBe('ELEVATED');
+    expect(feed(0.5, 30_000_000)).toBe('ELEVATED');
     expect(feed(0.5, 500_000)).toBe('NORMAL');
   });
 
@@ -74,7 +75,8 @@ describe('PressureTracker', () => {
     const clock = new FakeClock();
     const tracker = new PressureTracker(POLICY_M10_V1);
     tracker.observe(0.95, clock.monoUs()); // HIGH
-    for (let t = 0; t < 30_000_000; t += 2_000_000) {
+    // Readings 2 s apart, from 2 s to 32 s: 30 s from the first below the threshold.
+    for (let t = 0; t < 32_000_000; t += 2_000_000) {
       clock.advance(2_000_000);
       tracker.observe(0.5, clock.monoUs());
     }
