@@ -74,6 +74,9 @@ function headlineHere(plan: PlacementPlan, nameOf: NameOf): string {
     }
     case 'QUEUE': {
       const reason = firstReason(plan, 'WAIT_FOR_LEASES', 'WAIT_FOR_BUSY_ENGINES', 'TELEMETRY_STALE', 'TELEMETRY_MISSING', 'PRESSURE_DEFERS_BACKGROUND');
+      if (reason?.code === 'TELEMETRY_STALE' && reason.queryFailed === true) {
+        return `QUEUE: TELEMETRY_STALE: the device's latest query failed (its last good figures are ${seconds(reason.sampleAgeUs)} s old and not used) — it is planned again when a query succeeds; check the GPU driver if none does`;
+      }
       if (reason?.code === 'TELEMETRY_STALE') {
         const age = reason.sampleAgeUs ?? 0;
         const old = age < 0 ? `stamped ${seconds(-age)} s in the future` : `${seconds(age)} s old`;
