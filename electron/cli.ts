@@ -45,6 +45,12 @@ const gpuIndexOption = (): Option =>
 /** The device key of a command: as given, or found by telemetry (imported only then). */
 const deviceKey = async (opts: { gpuKey?: string; gpu?: number }, wallUs: () => number): Promise<string> =>
   (await import('./core/commands/keys.js')).resolveGpuKey({ gpuKey: opts.gpuKey, gpu: opts.gpu }, wallUs);
+/** GPU_SHARE_API_PORT, the app's port for one run, when it is a port (else the settings' is asked). */
+const apiPortFromEnv = (): number | undefined => {
+  const raw = process.env['GPU_SHARE_API_PORT'];
+  const port = raw === undefined || !/^\d{1,5}$/.test(raw) ? NaN : Number(raw);
+  return port >= 1 && port <= 65_535 ? port : undefined;
+};
 const sharedRegistryOption = (): Option =>
   new Option('--shared-registry', "accept other users' registry segments and create ours for every local user (mode 0666): trusts every local user").default(false);
 const intervalOption = (): Option =>
@@ -177,13 +183,15 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
     .option('--capability <name>', 'the capability the model would serve', 'chat')
     .addOption(new Option('--engine <kind>', 'engine kind').argParser(parser(oneOf(['builtin', 'llama-server', 'llamafile', 'opencoti-llamafile', 'command'] as const))).default('builtin'))
     .addOption(new Option('--weight <w>', "weight the engine would join with (default: its priority's)").argParser(parser(checkWeight)))
-    .option('--sim <file>', 'simulated telemetry from a JSON file (also $GPU_SHARE_SIM)')
-    .addOption(new Option('--device <key>', 'plan for this device (default: the first one)').argParser(parser(checkGpuKey)))
-    .option('--data-dir <dir>', 'where envelopes (measured peaks) are kept', defaultDataDir())
+    .option('--sim <file>', 'simulated telemetry from a JSON file (also $GPU_SHARE_SIM), when no serve runs for the data folder')
+    .addOption(gpuKeyOption())
+    .addOption(gpuIndexOption())
+    .addOption(new Option('--device <key>', 'an alias of --gpu-key (kept for older scripts)').argParser(parser(checkGpuKey)).conflicts(['gpu', 'gpuKey']))
+    .option('--data-dir <dir>', "the data folder: its running serve or app is asked for the planner's inputs, else its files are read", defaultDataDir())
     .option('--json', 'print the PlacementPlan as JSON', false)
     .exitOverride()
     .action(
-      (opts: { model: string; ctx?: number; gpuLayers: number; priority: 'interactive' | 'background' | 'lab'; capability: string; engine: string; weight?: number; sim?: string; device?: string; dataDir: string; json: boolean }) =>
+      (opts: { model: string; ctx?: number; gpuLayers: number; priority: 'interactive' | 'background' | 'lab'; capability: string; engine: string; weight?: number; sim?: string; gpuKey?: string; gpu?: number; device?: string; dataDir: string; json: boolean }) =>
         run(async () => {
           const { runPlan } = await import('./core/commands/plan.js');
           const { DEFAULT_WEIGHT_BY_PRIORITY } = await import('./core/engines/profiles.js');
@@ -198,9 +206,11 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
               engineKind: opts.engine,
               weight: opts.weight ?? DEFAULT_WEIGHT_BY_PRIORITY[opts.priority],
               simFile: opts.sim,
-              deviceKey: opts.device,
+              gpuKey: opts.gpuKey ?? opts.device,
+              gpu: opts.gpu,
               dataDir: opts.dataDir,
               json: opts.json,
+              apiPort: apiPortFromEnv(),
             },
             processIo,
             systemClock(() => helper.wallUs()),

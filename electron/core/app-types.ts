@@ -3,7 +3,7 @@
  * `gpu-share serve` both build the core through `startCore(options)`.
  */
 import type { RegistryHelper } from '../../native/helper.js';
-import type { GpuShareApi, AppState, EngineView, LaunchOutcome, Profile, ProfileFailure } from './contract.js';
+import type { GpuShareApi, AppState, EngineView, LaunchOutcome, PlanInputs, Profile, ProfileFailure } from './contract.js';
 import type { PlannerPolicy } from './planner/policy.js';
 import type { GpuPeersView } from './registry/view.js';
 import type { SpawnRequest, SpawnedProcess } from './engines/supervisor.js';
@@ -58,6 +58,9 @@ export interface Core extends GpuShareApi {
   readonly dataDir: string;
   /** The one versioned policy the planner and the gateway's queue follow. */
   readonly policy: PlannerPolicy;
+  /** Everything the planner reads for a device now (`GET /api/plan-inputs`, for `gpu-share plan`);
+   *  an unknown device is a BAD_REQUEST naming the known ones. */
+  planInputs(gpuKey?: string): PlanInputs;
   /** The registry issue's `/gpu/peers` object for a device (the first device by default). */
   peersView(gpuKey?: string): GpuPeersView;
   /** The gateway's queue figures for the state, and which engines it is serving a request on

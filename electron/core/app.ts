@@ -27,6 +27,7 @@ import {
   type LaunchRequest,
   type ModelEstimateView,
   type PeerRow,
+  type PlanInputs,
   type PolicyPatch,
   type PolicyView,
   type Profile,
@@ -53,7 +54,7 @@ import { childEstimator, modelPeak } from './planner/estimate.js';
 import { memoryNeeds } from './planner/memory.js';
 import { PlanHistory } from './planner/history.js';
 import { LeaseBook } from './planner/leases.js';
-import { dynamicReserveBytes, POLICY_M10_V1, type PlannerPolicy } from './planner/policy.js';
+import { DEFAULT_POLICY, dynamicReserveBytes, policyByRevision, POLICY_REVISIONS, switchRevision, type PlannerPolicy } from './planner/policy.js';
 import { PressureTracker } from './planner/pressure.js';
 import { snapshotFromSample, usedFraction } from './planner/snapshot.js';
 import type { OperatorControls, PlacementPlan } from './planner/types.js';
@@ -113,7 +114,8 @@ export function toApiError(error: unknown): ApiError {
 class GpuShareCore implements Core {
   readonly settings: CoreOptions['settings'];
   readonly dataDir: string;
-  readonly policy: PlannerPolicy;
+  /** The policy in force: the one the core was started with, or the revision an operator chose. */
+  private currentPolicy: PlannerPolicy;
   private readonly sampler: TelemetrySampler;
   private readonly pressure = new Map<string, PressureTracker>();
   private readonly segments: SegmentCache;
@@ -153,7 +155,13 @@ class GpuShareCore implements Core {
     this.dataDir = options.dataDir;
     this.estimator = childEstimator({ spawn: options.spawn ?? spawnEngineProcess, nodePath: options.launchers.nodePath });
     this.segments = new SegmentCache(clock, (key) => RegistrySegment.openForObserve(this.options.helper, key), (key, message) => this.log(`registry ${key}: ${message}`));
-    this.policy = options.policy ?? POLICY_M10_V1;
+    this.currentPolicy = options.policy ?? DEFAULT_POLICY;
+    const chosen = options.settings.get().policyRevision;
+    if (chosen !== undefined) {
+      const known = POLICY_REVISIONS.find((p) => p.revision === chosen);
+      if (known === undefined) log(`policy: the settings name revision ${JSON.stringify(chosen)}, which this build does not know (it knows ${POLICY_REVISIONS.map((p) => p.revision).join(', ')}); using ${this.currentPolicy.revision}`);
+      else this.currentPolicy = switchRevision(this.currentPolicy, known);
+    }
     this.history = new PlanHistory(this.policy.historySize);
     this.profiles = new ProfileStore({ dataDir: options.dataDir });
     if (this.profiles.loadProblem !== null) log(`profiles: ${this.profiles.loadProblem.message}; the file was kept as ${this.profiles.loadProblem.backup}`);
@@ -162,6 +170,7 @@ class GpuShareCore implements Core {
     this.sampler = new TelemetrySampler({
       provider,
       wallUs: () => clock.wallUs(),
+      staleAfterUs: () => this.policy.staleAfterUs,
       onSample: (samples) => {
         for (const sample of samples) {
           this.pressureOf(sample.key).observe(usedFraction(sample), clock.monoUs());
@@ -174,9 +183,13 @@ class GpuShareCore implements Core {
     });
     this.sampler.tick();
     this.gpuKey = this.sampler.all()[0]?.key ?? 'cpu-0';
+    const core = this;
     this.supervisor = new Supervisor({
       clock,
-      policy: this.policy,
+      // The policy in force at each plan (an operator may switch revisions).
+      get policy(): PlannerPolicy {
+        return core.policy;
+      },
       leases: this.leases,
       envelopes: this.envelopes,
       // The latest sample however old: the planner tells a stale one (TELEMETRY_STALE, with its
@@ -204,6 +217,10 @@ class GpuShareCore implements Core {
       inUse: (id) => this.gateway.serving(id),
       onEvent: (event) => this.onSupervisorEvent(event),
     });
+  }
+
+  get policy(): PlannerPolicy {
+    return this.currentPolicy;
   }
 
   /** The pids of the engines that load or run now (none before the supervisor exists). */
@@ -385,10 +402,21 @@ class GpuShareCore implements Core {
 
   async setPolicy(patch: PolicyPatch): Promise<PolicyView> {
     const next: Parameters<typeof this.settings.update>[0] = {};
+    if (patch.revision !== undefined) {
+      const known = POLICY_REVISIONS.find((p) => p.revision === patch.revision);
+      if (known === undefined) throw badField('revision', `this build knows the revisions ${POLICY_REVISIONS.map((p) => p.revision).join(', ')}, not ${JSON.stringify(patch.revision)}`);
+      next.policyRevision = known.revision;
+    }
     if (patch.labPaused !== undefined) next.labPaused = patch.labPaused;
     if (patch.draining !== undefined) next.draining = patch.draining;
     if (patch.idleUnloadMinutes !== undefined) next.idleUnloadMinutes = patch.idleUnloadMinutes;
     this.settings.update(next);
+    if (patch.revision !== undefined) {
+      const before = this.currentPolicy.revision;
+      this.currentPolicy = switchRevision(this.currentPolicy, policyByRevision(patch.revision) ?? this.currentPolicy);
+      // Every plan from now on carries the new revision (the plan history shows the switch).
+      if (before !== this.currentPolicy.revision) this.log(`policy: revision ${before} → ${this.currentPolicy.revision}`);
+    }
     const policy = this.policyView();
     this.emit({ type: 'state', state: this.snapshot() });
     return policy;
@@ -396,6 +424,18 @@ class GpuShareCore implements Core {
 
   async listPlans(): Promise<PlacementPlan[]> {
     return this.history.list().reverse();
+  }
+
+  planInputs(gpuKey?: string): PlanInputs {
+    const keys = this.deviceKeys();
+    if (gpuKey !== undefined && !keys.includes(gpuKey)) throw badField('gpuKey', `no device "${gpuKey}" (devices: ${keys.join(', ')})`);
+    const key = gpuKey ?? keys[0] ?? this.gpuKey;
+    return {
+      dataDir: this.dataDir,
+      policy: this.policy.revision,
+      devices: keys.map((k) => ({ key: k, name: this.sampler.latest(k)?.name ?? null })),
+      snapshot: this.supervisor.plannerSnapshot(key),
+    };
   }
 
   // -------------------------------------------------------------------------------------------
@@ -527,7 +567,7 @@ class GpuShareCore implements Core {
     const nowUs = this.clock.wallUs();
     const devices = keys.map((key) => {
       const sample = this.sampler.latest(key);
-      const fresh = sample !== null && !isStale(sample, nowUs) && sample.health !== 'FAILED';
+      const fresh = sample !== null && !isStale(sample, nowUs, this.policy.staleAfterUs) && sample.health !== 'FAILED';
       const engines = this.supervisor.list().filter((e) => e.gpuKey === key && (e.state === 'running' || e.state === 'loading'));
       return { key, freeBytes: fresh ? this.vramView(sample, engines, []).freeBytes : null };
     });
@@ -546,13 +586,14 @@ class GpuShareCore implements Core {
   }
 
   private policyView(settings: Settings = this.settings.get()): PolicyView {
-    return { labPaused: settings.labPaused, draining: settings.draining, idleUnloadMinutes: settings.idleUnloadMinutes, revision: this.policy.revision };
+    const { revision, ...rules } = this.policy;
+    return { labPaused: settings.labPaused, draining: settings.draining, idleUnloadMinutes: settings.idleUnloadMinutes, revision, revisions: POLICY_REVISIONS.map((p) => p.revision), rules };
   }
 
   private pressureOf(key: string): PressureTracker {
     let tracker = this.pressure.get(key);
     if (tracker === undefined) {
-      tracker = new PressureTracker(this.policy);
+      tracker = new PressureTracker(() => this.policy);
       this.pressure.set(key, tracker);
     }
     return tracker;
@@ -745,7 +786,7 @@ class GpuShareCore implements Core {
       history = new RingBuffer<DeviceHistoryPoint>(HISTORY_POINTS);
       this.deviceHistory.set(sample.key, history);
     }
-    const live = sample.health === 'OK' || sample.health === 'DEGRADED';
+    const live = sample.failure === undefined && (sample.health === 'OK' || sample.health === 'DEGRADED');
     history.push({
       atUs: sample.sampledAtUs,
       utilizationPct: live ? sample.utilizationPct : null,
@@ -757,7 +798,7 @@ class GpuShareCore implements Core {
 
   private deviceView(key: string, nowUs: number, peers: readonly AlivePeer[]): DeviceView {
     const sample = this.sampler.latest(key);
-    const fresh = sample !== null && !isStale(sample, nowUs);
+    const fresh = sample !== null && !isStale(sample, nowUs, this.policy.staleAfterUs);
     const engines = this.supervisor.list().filter((e) => e.gpuKey === key && (e.state === 'running' || e.state === 'loading'));
     const rows: PeerRow[] = peers.map((peer) => {
       const engine = engines.find((e) => e.pid === peer.record.pid || e.pid === peer.record.ownerPid);
@@ -777,12 +818,20 @@ class GpuShareCore implements Core {
     this.noteAgedOut(key, rows);
     const active = peers.filter((p) => p.record.active && p.share > 0);
     const schedule = active.length === 0 ? null : buildSchedule(active.map((p) => ({ slot: p.record.slot, share: p.share })));
-    const problem = sample === null ? (this.sampler.lastError()?.error.message ?? 'no telemetry yet') : fresh ? null : `telemetry is stale (last sample ${Math.round((nowUs - sample.sampledAtUs) / 1e6)} s ago)`;
+    const problem =
+      sample === null
+        ? (this.sampler.lastError()?.error.message ?? 'no telemetry yet')
+        : fresh
+          ? null
+          : sample.failure !== undefined
+            ? `telemetry is stale: the latest query failed (${sample.failure.message})${sample.failure.lastGood ? `; last good figures ${Math.round((nowUs - sample.sampledAtUs) / 1e6)} s old` : ''}`
+            : `telemetry is stale (last sample ${Math.round((nowUs - sample.sampledAtUs) / 1e6)} s ago)`;
     return {
       key,
       name: sample?.name ?? key,
       source: sample?.source ?? null,
-      health: fresh ? sample.health : 'UNKNOWN',
+      // A device that failed stays FAILED; figures that are not live say nothing of its health.
+      health: fresh ? sample.health : sample?.health === 'FAILED' ? 'FAILED' : 'UNKNOWN',
       pressure: this.pressureOf(key).level,
       vram: fresh ? this.vramView(sample, engines, peers) : null,
       telemetryProblem: problem,

@@ -11,9 +11,9 @@ import { describeValue, examine, got, isRecord, pathText, strictRecord, TRUE_OR_
 import type { EngineKind, Priority } from './engines/profiles.js';
 import type { Profile, ProfileInput, ProfilePatch } from './engines/profiles.js';
 import type { EngineState } from './engines/supervisor.js';
-import type { PlacementPlan, Verdict } from './planner/types.js';
+import type { PlacementPlan, PlannerSnapshot, Verdict } from './planner/types.js';
 import type { MemoryNeeds } from './planner/memory.js';
-import type { PressureLevel } from './planner/policy.js';
+import type { PlannerPolicy, PressureLevel } from './planner/policy.js';
 import type { DeviceHealth, TelemetrySource } from './telemetry/types.js';
 
 export type { EngineKind, EngineState, MemoryNeeds, PlacementPlan, PressureLevel, Priority, Profile, ProfileInput, ProfilePatch, Verdict };
@@ -172,8 +172,28 @@ export interface PolicyView {
   draining: boolean;
   /** Default idle-unload minutes for profiles that do not set one; null = never. */
   idleUnloadMinutes: number | null;
+  /** The planner policy's revision in force (with an operator's queue override when serve has one). */
   revision: string;
+  /** The revisions this build knows: `PUT /api/policy {"revision": …}` switches among them. */
+  revisions: string[];
+  /** Every number of the revision in force: reserve, margins, thresholds, hold, staleness, lease
+   *  TTL, queue limits, history size. */
+  rules: Omit<PlannerPolicy, 'revision'>;
 }
+
+/** `GET /api/plan-inputs[?gpuKey=K]` (serve and the app; not over IPC): everything the planner
+ *  reads for a device now, so that `gpu-share plan` plans with the same inputs as `/api/plan`. */
+export interface PlanInputs {
+  /** The data folder of the serve or app that answered. */
+  dataDir: string;
+  /** The policy revision in force (a name `policyByRevision` resolves). */
+  policy: string;
+  /** Every device, in discovery order (what `--gpu N` counts). */
+  devices: { key: string; name: string | null }[];
+  /** The planner's snapshot of the device asked for (the first by default). */
+  snapshot: PlannerSnapshot;
+}
+export const PLAN_INPUTS_PATH = '/api/plan-inputs';
 
 export interface AppState {
   contractVersion: typeof CONTRACT_VERSION;
@@ -495,9 +515,11 @@ export const POLICY_PATCH = strictRecord(
     labPaused: v.optional(TRUE_OR_FALSE),
     draining: v.optional(TRUE_OR_FALSE),
     idleUnloadMinutes: v.optional(IDLE_UNLOAD_MINUTES),
+    /** A policy revision this build knows (PolicyView.revisions); the core refuses others. */
+    revision: v.optional(text(80)),
   },
   'an object',
-  unknownField('labPaused, draining, idleUnloadMinutes'),
+  unknownField('labPaused, draining, idleUnloadMinutes, revision'),
 );
 export type PolicyPatch = v.InferOutput<typeof POLICY_PATCH>;
 

@@ -47,6 +47,9 @@ const SETTINGS_FIELDS = {
   /** Shared registries: accept other users' segments and create ours for every local user
    *  (mode 0666). This trusts every local user with our engines' pacing; off by default. */
   sharedRegistry: TRUE_OR_FALSE,
+  /** The planner policy's revision chosen by the operator (`PUT /api/policy`); absent: the
+   *  build's default. A name this build does not know is said once and the default is used. */
+  policyRevision: v.optional(v.pipe(v.string(got('must be a policy revision name')), v.maxLength(80, got('must be a policy revision name of at most 80 characters')))),
 };
 
 /** The settings in use: every field. Keys it does not name (a newer version's) are kept as they

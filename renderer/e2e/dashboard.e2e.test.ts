@@ -515,6 +515,15 @@ describe.skipIf(missing.length > 0)(`dashboard in Chromium against gpu-share ser
     await until(async () => ((await state(server())).policy.labPaused ? true : undefined), 5_000, 'lab paused');
     await page.getByTestId('lab-paused').uncheck();
     await until(async () => (!(await state(server())).policy.labPaused ? true : undefined), 5_000, 'lab resumed');
+
+    // The policy revision in force and its numbers; another revision the build knows is a pick away.
+    expect(await page.getByTestId('policy-revision-select').inputValue()).toBe('m10-v1');
+    expect(await page.getByTestId('policy-rules').textContent()).toContain('reserve: max(1 GiB, 5 % of total) + 256 MiB');
+    await page.getByTestId('policy-revision-select').selectOption('m10-v1-max-reserve');
+    await until(async () => ((await state(server())).policy.revision === 'm10-v1-max-reserve' ? true : undefined), 5_000, 'the revision switched');
+    await until(async () => ((await page.getByTestId('policy-rules').textContent())?.includes('reserve: max(1 GiB, 5 % of total, 256 MiB)') === true ? true : undefined), 5_000, 'its numbers shown');
+    await page.getByTestId('policy-revision-select').selectOption('m10-v1');
+    await until(async () => ((await state(server())).policy.revision === 'm10-v1' ? true : undefined), 5_000, 'the revision back');
   }, 30_000);
 
   it('shows the API port and the token in Settings', async () => {

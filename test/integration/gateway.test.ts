@@ -175,9 +175,10 @@ describe('on a device with room for one engine', () => {
   const KEY = `GPU-gw1-${process.pid}`;
   let served: Served;
   let sim = '';
-  // The 1 GiB reserve leaves 200 MiB: one small engine's requirement (its ~51 MiB peak + 128 MiB)
-  // fits; with one resident (its envelope counted), a second does not.
-  const TOTAL = GiB + 200 * MiB;
+  // The 1.25 GiB reserve (1 GiB + the 256 MiB runtime margin) leaves 200 MiB: one small engine's
+  // requirement (its ~51 MiB peak + 128 MiB) fits; with one resident (its envelope counted), a
+  // second does not.
+  const TOTAL = GiB + 256 * MiB + 200 * MiB;
   beforeAll(async () => {
     sim = simFile('small', KEY, TOTAL, 0);
     served = await startServe({ dataDir: dataDirWithTokens('small'), sim, extraArgs: ['--queue-limit', '1'] });

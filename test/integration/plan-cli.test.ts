@@ -45,8 +45,11 @@ describe('gpu-share plan', () => {
     expect(Object.keys(p.breakdown)).toEqual(expect.arrayContaining(['totalBytes', 'observedUsedBytes', 'managedResidentBytes', 'unmanagedExternalBytes', 'futureLeaseBytes', 'reserveBytes', 'schedulableBytes', 'requirementBytes']));
     expect(p.breakdown['totalBytes']).toBe(24 * GiB);
     expect(p.breakdown['unmanagedExternalBytes']).toBe(2 * GiB);
-    expect(p.breakdown['reserveBytes']).toBe(Math.round(0.05 * 24 * GiB));
-    expect(p.breakdown['schedulableBytes']).toBe(24 * GiB - 2 * GiB - Math.round(0.05 * 24 * GiB));
+    // m10-v1: max(1 GiB, 5 %) + the 256 MiB runtime margin.
+    expect(p.breakdown['reserveBytes']).toBe(Math.round(0.05 * 24 * GiB) + 256 * 1024 ** 2);
+    expect(p.breakdown['schedulableBytes']).toBe(24 * GiB - 2 * GiB - Math.round(0.05 * 24 * GiB) - 256 * 1024 ** 2);
+    // No serve runs for this folder: its files were read, and the plan says so.
+    expect(p['inputs']).toMatchObject({ from: 'files', dataDir: join(dir, 'data') });
   });
 
   it('shows what the model needs, part by part, adding up to the requirement it was planned with (text and --json)', () => {
@@ -100,6 +103,34 @@ describe('gpu-share plan', () => {
     // Another weight is another input: another fingerprint (one byte of use: the unit tests).
     const weighted = JSON.parse(plan(['--model', model, '--ctx', '256', '--weight', '2', '--sim', file, '--json']).stdout) as { fingerprint: string };
     expect(weighted.fingerprint).not.toBe(first?.fingerprint);
+  });
+
+  it('takes --gpu N and --gpu-key K like every command (--device K is an alias); a device that is not there is a usage error', () => {
+    const two = sim('two', [device(2 * GiB), { ...device(1 * GiB), key: 'GPU-sim-1', name: 'Sim 8GB', totalBytes: 8 * GiB, processes: [] }]);
+    const key = (args: string[]): string => (JSON.parse(plan(['--model', model, '--ctx', '256', '--sim', two, '--json', ...args]).stdout) as PlacementPlan).accelerator.key;
+    expect(key([])).toBe('GPU-sim-0');
+    expect(key(['--gpu', '1'])).toBe('GPU-sim-1');
+    expect(key(['--gpu-key', 'GPU-sim-1'])).toBe('GPU-sim-1');
+    expect(key(['--device', 'GPU-sim-1'])).toBe('GPU-sim-1');
+    const past = plan(['--model', model, '--ctx', '256', '--sim', two, '--gpu', '2']);
+    expect(past.code).toBe(2);
+    expect(past.stderr).toMatch(/--gpu 2: this machine has 2 device\(s\) \(0: GPU-sim-0, 1: GPU-sim-1\)/);
+    const unknown = plan(['--model', model, '--ctx', '256', '--sim', two, '--gpu-key', 'GPU-nope']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/--gpu-key: no device GPU-nope; this machine has GPU-sim-0, GPU-sim-1/);
+    const both = plan(['--model', model, '--ctx', '256', '--sim', two, '--gpu', '0', '--gpu-key', 'GPU-sim-1']);
+    expect(both.code).toBe(2);
+    const help = spawnSync(process.execPath, [CLI, 'plan', '--help'], { encoding: 'utf8' }).stdout;
+    for (const flag of ['--gpu <n>', '--gpu-key <key>', '--device <key>']) expect(help).toContain(flag);
+  });
+
+  it('warns of a context above the trained one (CONTEXT_ABOVE_TRAINED, both numbers) and plans as asked', () => {
+    const file = sim('trained', [device(2 * GiB)]);
+    const json = JSON.parse(plan(['--model', model, '--ctx', '8192', '--sim', file, '--json']).stdout) as PlacementPlan;
+    expect(json.verdict).toBe('ADMIT');
+    expect(json.reasons.at(-1)).toEqual({ code: 'CONTEXT_ABOVE_TRAINED', contextSize: 8192, trainContextSize: 256 });
+    expect(plan(['--model', model, '--ctx', '8192', '--sim', file]).stdout).toContain('CONTEXT_ABOVE_TRAINED (warning): a context of 8192 tokens is above the 256 the model was trained for');
+    expect((JSON.parse(plan(['--model', model, '--ctx', '256', '--sim', file, '--json']).stdout) as PlacementPlan).reasons.map((r) => r.code)).toEqual(['FITS']);
   });
 
   it('names what is wrong with bad input', () => {

@@ -4,11 +4,11 @@
  * TELEMETRY_STALE with its age and the limit, not TELEMETRY_MISSING; and the gateway's queue
  * limit is the policy's, with `--queue-limit` an override recorded in the policy's revision.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { PlacementPlan } from '../../electron/core/contract.js';
+import type { PlacementPlan, PlanInputs, PolicyView } from '../../electron/core/contract.js';
 import { GiB } from '../../electron/core/planner/policy.js';
 import { TINY_GGUF_SPEC, writeGguf } from '../fixtures/gguf.js';
 import { call, startServe, state, until, type Served } from '../fixtures/serve.js';
@@ -52,7 +52,7 @@ describe('plans through serve', () => {
     expect(again.plannedAtUs).toBeGreaterThan(first.plannedAtUs);
     expect(again.fingerprint).toBe(first.fingerprint);
 
-    // The telemetry file turns unreadable: the sampler keeps its last sample, which ages.
+    // The telemetry file turns unreadable: the sampler keeps its last figures, not live from then on.
     writeFileSync(sim, '{ "devices": [ broken');
     const stale = await until(
       async () => {
@@ -66,7 +66,10 @@ describe('plans through serve', () => {
     expect(stale.verdict).toBe('QUEUE');
     expect(stale.reasons).toHaveLength(1);
     expect(stale.reasons[0]).toMatchObject({ code: 'TELEMETRY_STALE', staleAfterUs: 2_000_000 });
-    expect(stale.reasons[0]?.sampleAgeUs).toBeGreaterThan(2_000_000);
+    // Stale from the failed read on, not once the last figures are 2 s old: their age is what it
+    // is (under the limit, here), and the reason says the query failed.
+    expect(stale.reasons[0]).toMatchObject({ queryFailed: true });
+    expect(stale.reasons[0]?.sampleAgeUs).toBeGreaterThan(0);
     expect(stale.attribution).toBe('UNKNOWN');
     expect(stale.accelerator).toEqual({ key: KEY, name: 'Sim 24GB' });
     const device = (await state(served)).devices.find((d) => d.key === KEY);
@@ -95,5 +98,35 @@ describe('plans through serve', () => {
     expect(p.policy).toBe('m10-v1+queue.maxDepth=5');
     expect(p.queue).toEqual({ depth: 0, maxDepth: 5 });
     expect((await state(overridden)).policy.revision).toBe('m10-v1+queue.maxDepth=5');
+
+    // Another revision the build knows: the override stays on top, the plans say so, the numbers
+    // travel in the state, and the choice is kept in the settings.
+    const switched = await call<PolicyView>(overridden, 'PUT', '/api/policy', { revision: 'm10-v1-max-reserve' });
+    expect(switched.status).toBe(200);
+    expect(switched.body).toMatchObject({ revision: 'm10-v1-max-reserve+queue.maxDepth=5', revisions: ['m10-v1', 'm10-v1-max-reserve'], rules: { reserve: { margin: 'max', runtimeMarginBytes: 256 * 1024 ** 2 }, staleAfterUs: 2_000_000, queue: { maxDepth: 5 } } });
+    const under = await planChat(overridden);
+    expect(under.policy).toBe('m10-v1-max-reserve+queue.maxDepth=5');
+    expect(under.breakdown.reserveBytes).toBe(p.breakdown.reserveBytes - 256 * 1024 ** 2);
+    expect((await call<PlacementPlan[]>(overridden, 'GET', '/api/plans')).body.map((x) => x.policy).slice(0, 2)).toEqual(['m10-v1-max-reserve+queue.maxDepth=5', 'm10-v1+queue.maxDepth=5']);
+    expect(JSON.parse(readFileSync(join(dir, `data-${servers.indexOf(overridden)}`, 'settings.json'), 'utf8'))).toMatchObject({ policyRevision: 'm10-v1-max-reserve' });
+    // One it does not know: 400 naming the field and the known ones; nothing changes.
+    const unknown = await call<{ error: { message: string; field: string } }>(overridden, 'PUT', '/api/policy', { revision: 'm11-v9' });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.error).toMatchObject({ field: 'revision' });
+    expect(unknown.body.error.message).toContain('m10-v1, m10-v1-max-reserve');
+    expect((await state(overridden)).policy.revision).toBe('m10-v1-max-reserve+queue.maxDepth=5');
+    expect((await call(overridden, 'PUT', '/api/policy', { revision: 'm10-v1' })).status).toBe(200);
+  }, 60_000);
+
+  it('answers the planner inputs for `gpu-share plan` with the dashboard token only; an unknown device is a 400 naming gpuKey', async () => {
+    const served = servers[0] ?? (await serveWithProfile());
+    const inputs = await call<PlanInputs>(served, 'GET', '/api/plan-inputs');
+    expect(inputs.status).toBe(200);
+    expect(inputs.body).toMatchObject({ policy: 'm10-v1', devices: [{ key: KEY, name: 'Sim 24GB' }], snapshot: { accelerator: { key: KEY }, controls: { draining: false, labPaused: false }, queueDepth: 0, residents: [], leases: [] } });
+    expect((await call(served, 'GET', '/api/plan-inputs', undefined, null)).status).toBe(401);
+    const bad = await call<{ error: { field: string } }>(served, 'GET', '/api/plan-inputs?gpuKey=GPU-nope');
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.field).toBe('gpuKey');
+    expect((await call(served, 'GET', '/api/plan-inputs?gpuKey=bad%2Fkey')).status).toBe(400);
   }, 60_000);
 });

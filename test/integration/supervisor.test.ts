@@ -87,7 +87,7 @@ describe('supervisor', () => {
 
   it('evicts an idle lower-priority engine to make room, and refuses what can never fit with the planner’s reasons', async () => {
     const { supervisor } = supervisorOn(6 * GiB);
-    // 6 GiB device, 1 GiB reserve: a 3 GiB lab engine leaves too little for a 2.5 GiB interactive one.
+    // 6 GiB device, 1.25 GiB reserve: a 3 GiB lab engine leaves too little for a 2.5 GiB interactive one.
     const lab = await supervisor.launch(burn('lab-engine', { priority: 'lab', peakBytes: 3 * GiB }));
     expect(lab.engine?.state).toBe('running');
     const chat = await supervisor.launch(burn('chat-engine', { priority: 'interactive', peakBytes: 2.5 * GiB }));

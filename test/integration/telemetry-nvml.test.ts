@@ -204,8 +204,11 @@ describe.skipIf(process.platform === 'win32')('NVML binding (fake libnvidia-ml)'
       temperatureC: null,
       powerW: null,
       health: 'FAILED',
-      sampledAtUs: clock.wallUs(),
+      // The last good figures keep the time they were read at; the failure says since when they
+      // are not live.
+      sampledAtUs: clock.wallUs() - 500_000,
       source: 'nvml',
+      failure: { atUs: clock.wallUs(), lastGood: true, message: expect.stringMatching(/GPU_IS_LOST \(GPU is lost\)/) as unknown as string },
     });
     expect(byKey(samples, gpu1.uuid)).toMatchObject({ health: 'OK', usedBytes: 300 * MiB, temperatureC: 31 });
     expect(p.problems().get(gpu0.uuid)).toMatch(/GPU_IS_LOST \(GPU is lost\)/);
@@ -219,14 +222,14 @@ describe.skipIf(process.platform === 'win32')('NVML binding (fake libnvidia-ml)'
       [gpu0.uuid, 'OK'],
       ['nvml-1', 'FAILED'],
     ]);
-    expect(byKey(samples, 'nvml-1')).toMatchObject({ name: 'NVIDIA GPU 1', totalBytes: 0, usedBytes: 0, processes: null });
+    expect(byKey(samples, 'nvml-1')).toMatchObject({ name: 'NVIDIA GPU 1', totalBytes: 0, usedBytes: 0, processes: null, failure: { lastGood: false } });
   });
 
   it('reports a device whose memory query fails otherwise as UNKNOWN', () => {
     fake({ devices: [{ ...gpu0, memoryError: 999 }, gpu1] });
     const p = provider();
     const s = byKey(p.sample(), gpu0.uuid);
-    expect(s).toMatchObject({ health: 'UNKNOWN', totalBytes: 0, usedBytes: 0, processes: null, name: 'NVIDIA Fake 24GB' });
+    expect(s).toMatchObject({ health: 'UNKNOWN', totalBytes: 0, usedBytes: 0, processes: null, name: 'NVIDIA Fake 24GB', failure: { lastGood: false } });
     expect(p.problems().get(gpu0.uuid)).toContain('nvmlDeviceGetMemoryInfo: UNKNOWN');
   });
 

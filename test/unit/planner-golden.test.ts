@@ -61,6 +61,13 @@ const CASES: [string, PlanRequest, PlannerSnapshot][] = [
     }),
   ],
   ['queue-missing-telemetry', request(), snapshot({ device: null, accelerator: { key: 'GPU-test', name: null } })],
+  // The device's latest query failed 0.3 s after good figures: stale at once, not 2 s later.
+  ['queue-failed-query', request(), snapshot({ device: device({ sampledAtUs: NOW - 400_000, queryFailedAtUs: NOW - 100_000, health: 'UNKNOWN', processes: null }) })],
+  ['context-above-trained', request({ contextSize: 8192, trainContextSize: 4096, peakBytes: 5 * GiB }), snapshot()],
+  // The reserve, max(1 GiB, 5 %) + 256 MiB, on the device sizes people have: 8, 24 (above), 80, 141 GiB.
+  ['reserve-8gib-device', request({ peakBytes: 4 * GiB }), snapshot({ device: device({ name: 'Test GPU 8GB', totalBytes: 8 * GiB, observedUsedBytes: 1 * GiB, processes: [{ pid: 4242, usedBytes: 1 * GiB }] }) })],
+  ['reserve-80gib-device', request({ peakBytes: 40 * GiB }), snapshot({ device: device({ name: 'Test GPU 80GB', totalBytes: 80 * GiB, observedUsedBytes: 10 * GiB, processes: [{ pid: 4242, usedBytes: 10 * GiB }] }) })],
+  ['reserve-141gib-device', request({ peakBytes: 120 * GiB }), snapshot({ device: device({ name: 'Test GPU 141GB', totalBytes: 141 * GiB, observedUsedBytes: 10 * GiB, processes: [{ pid: 4242, usedBytes: 10 * GiB }] }) })],
   ['estimated-no-per-process-figures', request({ peakBytes: 3 * GiB, peakSource: 'ESTIMATED' }), snapshot({ device: device({ observedUsedBytes: 9 * GiB, processes: null }), residents: [resident('a', { pid: 41, envelopeBytes: 7 * GiB + 512 * MiB })] })],
 ];
 

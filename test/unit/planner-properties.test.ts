@@ -61,7 +61,7 @@ function independently(snap: PlannerSnapshot, stopped: readonly string[]): { sch
   const managed = snap.residents.reduce((sum, r) => sum + usedBy(r), 0);
   const freed = snap.residents.filter((r) => stopped.includes(r.id)).reduce((sum, r) => sum + usedBy(r), 0);
   const leases = snap.leases.filter((l) => l.expiresAtUs > snap.nowUs).reduce((sum, l) => sum + Math.max(0, l.reservedBytes - l.materializedBytes), 0);
-  const reserve = Math.max(1 * GiB, Math.round(0.05 * dev.totalBytes), 256 * MiB);
+  const reserve = Math.max(1 * GiB, Math.round(0.05 * dev.totalBytes)) + 256 * MiB; // m10-v1: the runtime margin is added
   const usedAfter = Math.max(dev.observedUsedBytes, managed) - freed;
   return { schedulableAfter: Math.max(0, dev.totalBytes - usedAfter - leases - reserve), usedAfter, total: dev.totalBytes };
 }

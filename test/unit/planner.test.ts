@@ -1,20 +1,38 @@
 /** The planner, one case per verdict and reason code, with the exact byte figures of the formulas. */
 import { describe, expect, it } from 'vitest';
 import { plan } from '../../electron/core/planner/plan.js';
-import { GiB, MiB, POLICY_M10_V1, dynamicReserveBytes, requirementBytes, withQueueDepth } from '../../electron/core/planner/policy.js';
-import { PlannerInputError, type PlanRequest, type PlannerSnapshot } from '../../electron/core/planner/types.js';
+import { GiB, MiB, POLICY_M10_V1, POLICY_M10_V1_MAX_RESERVE, POLICY_REVISIONS, dynamicReserveBytes, policyByRevision, requirementBytes, switchRevision, withQueueDepth, type PlannerPolicy } from '../../electron/core/planner/policy.js';
+import { PlannerInputError, WARNING_CODES, type PlanRequest, type PlannerSnapshot } from '../../electron/core/planner/types.js';
+import { snapshotFromSample, usedFraction } from '../../electron/core/planner/snapshot.js';
+import type { DeviceSample } from '../../electron/core/telemetry/types.js';
 import { LeaseBook } from '../../electron/core/planner/leases.js';
 import { PlanHistory } from '../../electron/core/planner/history.js';
 import { NOW, device, lease, request, resident, snapshot } from '../fixtures/planner-cases.js';
 
 const P = POLICY_M10_V1;
+/** The reserve on the 24 GiB device of the cases: 5 % of it (1.2 GiB) + the 256 MiB runtime margin. */
+const RESERVE_24 = Math.round(0.05 * 24 * GiB) + 256 * MiB;
 const run = (req: PlanRequest, snap: PlannerSnapshot): ReturnType<typeof plan> => plan(req, snap, P);
 
 describe('formulas (m10-v1)', () => {
-  it('reserve = max(1 GiB, 5 % of total, 256 MiB)', () => {
-    expect(dynamicReserveBytes(24 * GiB, P)).toBe(Math.round(0.05 * 24 * GiB)); // 1.2 GiB
-    expect(dynamicReserveBytes(8 * GiB, P)).toBe(1 * GiB);
-    expect(dynamicReserveBytes(0, P)).toBe(1 * GiB);
+  it('reserve = max(1 GiB, 5 % of total) + 256 MiB: the goldens for 8, 24, 80 and 141 GiB devices', () => {
+    // 8 GiB: 5 % is 0.4 GiB, so 1 GiB + 256 MiB = 1.25 GiB.
+    expect(dynamicReserveBytes(8 * GiB, P)).toBe(1_342_177_280);
+    // 24 GiB: 5 % = 1.2 GiB (1288490189 B, rounded) + 256 MiB.
+    expect(dynamicReserveBytes(24 * GiB, P)).toBe(1_556_925_645);
+    // 80 GiB (H100): 4 GiB + 256 MiB.
+    expect(dynamicReserveBytes(80 * GiB, P)).toBe(4_563_402_752);
+    // 141 GiB (H200): 7.05 GiB (7569879859 B, rounded) + 256 MiB.
+    expect(dynamicReserveBytes(141 * GiB, P)).toBe(7_838_315_315);
+    expect(dynamicReserveBytes(0, P)).toBe(1 * GiB + 256 * MiB);
+    // The runtime margin always counts: it is added, never compared.
+    for (const total of [0, 8, 20, 24, 80, 141, 1024].map((g) => g * GiB)) {
+      expect(dynamicReserveBytes(total, P)).toBe(Math.max(1 * GiB, Math.round(0.05 * total)) + 256 * MiB);
+    }
+  });
+  it('m10-v1-max-reserve keeps the earlier reading, max(1 GiB, 5 %, 256 MiB), for operators who switch to it', () => {
+    expect(dynamicReserveBytes(24 * GiB, POLICY_M10_V1_MAX_RESERVE)).toBe(Math.round(0.05 * 24 * GiB));
+    expect(dynamicReserveBytes(8 * GiB, POLICY_M10_V1_MAX_RESERVE)).toBe(1 * GiB);
   });
   it('requirement = peak + max(128 MiB, 10 % of peak)', () => {
     expect(requirementBytes(6 * GiB, P)).toBe(6 * GiB + Math.round(0.6 * GiB));
@@ -29,7 +47,7 @@ describe('formulas (m10-v1)', () => {
         leases: [lease('l1', { reservedBytes: 2 * GiB, materializedBytes: 512 * MiB }), lease('expired', { expiresAtUs: NOW - 1 })],
       }),
     );
-    const reserve = Math.round(0.05 * 24 * GiB);
+    const reserve = RESERVE_24;
     expect(result.attribution).toBe('KNOWN');
     expect(result.breakdown).toEqual({
       totalBytes: 24 * GiB,
@@ -58,7 +76,7 @@ describe('verdicts and reasons', () => {
   it('ADMIT / FITS', () => {
     const result = run(request(), snapshot());
     expect(result.verdict).toBe('ADMIT');
-    const schedulable = 24 * GiB - 2 * GiB - Math.round(0.05 * 24 * GiB);
+    const schedulable = 24 * GiB - 2 * GiB - RESERVE_24;
     expect(result.reasons).toEqual([{ code: 'FITS', requestedBytes: requirementBytes(6 * GiB, P), schedulableBytes: schedulable }]);
     expect(result.headroomAfterBytes).toBe(schedulable - requirementBytes(6 * GiB, P));
   });
@@ -77,7 +95,7 @@ describe('verdicts and reasons', () => {
     expect(result.verdict).toBe('ADMIT_AFTER_EVICTION');
     // 4.8 GiB schedulable, 8.8 GiB needed: two 3 GiB engines are enough, and only two are stopped.
     expect(result.evictions.map((e) => e.id)).toEqual(['lab-old', 'bg-old']);
-    const schedulable = 24 * GiB - 18 * GiB - Math.round(0.05 * 24 * GiB);
+    const schedulable = 24 * GiB - 18 * GiB - RESERVE_24;
     expect(result.reasons).toEqual([{ code: 'FITS_AFTER_EVICTION', requestedBytes: requirementBytes(8 * GiB, P), schedulableBytes: schedulable, freeableBytes: 6 * GiB }]);
   });
 
@@ -113,8 +131,9 @@ describe('verdicts and reasons', () => {
   });
 
   it('QUEUE / PRESSURE_DEFERS_BACKGROUND for background and lab under ELEVATED and HIGH that no eviction relieves; interactive goes on', () => {
-    // 20 GiB of 24 used by an external process (83 %: ELEVATED), 22 GiB (92 %: HIGH); nothing of ours.
-    for (const [pressure, used] of [['ELEVATED', 20 * GiB], ['HIGH', 22 * GiB]] as const) {
+    // 20 GiB of 24 used by an external process (83 %: ELEVATED), 21.75 GiB (90.6 %: HIGH, 0.8 GiB
+    // schedulable after the 1.45 GiB reserve); nothing of ours.
+    for (const [pressure, used] of [['ELEVATED', 20 * GiB], ['HIGH', 21.75 * GiB]] as const) {
       const snap = snapshot({ pressure, device: device({ observedUsedBytes: used, processes: [{ pid: 7, usedBytes: used }] }) });
       for (const priority of ['background', 'lab'] as const) {
         const result = run(request({ priority, peakBytes: 512 * MiB }), snap);
@@ -135,14 +154,14 @@ describe('verdicts and reasons', () => {
 
   it('REJECT_CAPACITY / EXCEEDS_DEVICE when it can never fit', () => {
     const result = run(request({ peakBytes: 23 * GiB }), snapshot());
-    expect(result.reasons).toEqual([{ code: 'EXCEEDS_DEVICE', requestedBytes: requirementBytes(23 * GiB, P), capacityBytes: 24 * GiB - Math.round(0.05 * 24 * GiB) }]);
+    expect(result.reasons).toEqual([{ code: 'EXCEEDS_DEVICE', requestedBytes: requirementBytes(23 * GiB, P), capacityBytes: 24 * GiB - RESERVE_24 }]);
   });
 
   it('REJECT_CAPACITY / INSUFFICIENT_CAPACITY when an external process holds the memory', () => {
     const result = run(request({ peakBytes: 6 * GiB }), snapshot({ device: device({ observedUsedBytes: 18 * GiB, processes: [{ pid: 5, usedBytes: 18 * GiB }] }) }));
     expect(result.verdict).toBe('REJECT_CAPACITY');
     expect(result.reasons).toEqual([
-      { code: 'INSUFFICIENT_CAPACITY', requestedBytes: requirementBytes(6 * GiB, P), schedulableBytes: 24 * GiB - 18 * GiB - Math.round(0.05 * 24 * GiB), freeableBytes: 0, unmanagedExternalBytes: 18 * GiB },
+      { code: 'INSUFFICIENT_CAPACITY', requestedBytes: requirementBytes(6 * GiB, P), schedulableBytes: 24 * GiB - 18 * GiB - RESERVE_24, freeableBytes: 0, unmanagedExternalBytes: 18 * GiB },
     ]);
   });
 
@@ -160,7 +179,7 @@ describe('verdicts and reasons', () => {
 });
 
 describe('pressure is judged on the use left after the plan\'s own evictions', () => {
-  const reserve = Math.round(0.05 * 24 * GiB); // 1288490189 B
+  const reserve = RESERVE_24; // 1556925645 B
   const lab1 = resident('lab1', { pid: 51, priority: 'lab', idleSinceUs: NOW - 900_000_000 });
   const lab2 = resident('lab2', { pid: 52, priority: 'lab', idleSinceUs: NOW - 300_000_000 });
 
@@ -181,26 +200,26 @@ describe('pressure is judged on the use left after the plan\'s own evictions', (
     ]);
     expect(result.breakdown.unmanagedExternalBytes).toBe(0);
     expect(result.eligible).toMatchObject({ pressure: 'CRITICAL', pressureAfterEvictions: 'NORMAL' });
-    // Worked out again on the use that remains: 24 − 11.75 − 1.2 (reserve) − 6.6 (requirement) GiB.
+    // Worked out again on the use that remains: 24 − 11.75 − 1.45 (reserve) − 6.6 (requirement) GiB.
     expect(result.headroomAfterBytes).toBe(24 * GiB - 11.75 * GiB - reserve - 7_086_696_038);
-    expect(result.headroomAfterBytes).toBe(4_778_151_117);
+    expect(result.headroomAfterBytes).toBe(4_509_715_661);
     // The same inputs at NORMAL pressure give the same eviction.
     expect(run(request({ priority: 'lab' }), { ...snap, pressure: 'NORMAL' }).evictions.map((e) => e.id)).toEqual(['lab1']);
   });
 
   it('HIGH caused by an idle lab engine holds back a background load that fits: the engine is stopped', () => {
-    // 22 of 24 GiB (91.7 %): 6.5 GiB external, 15.5 GiB our idle lab1. 640 MiB fits in the 0.8 GiB
-    // schedulable, but HIGH holds background loads back; without lab1, 6.5 GiB is 27 %: NORMAL.
+    // 21.75 of 24 GiB (90.6 %): 6.25 GiB external, 15.5 GiB our idle lab1. 640 MiB fits in the
+    // 0.8 GiB schedulable, but HIGH holds background loads back; without lab1, 6.25 GiB is 26 %: NORMAL.
     const snap = snapshot({
       pressure: 'HIGH',
-      device: device({ observedUsedBytes: 22 * GiB, processes: [{ pid: 51, usedBytes: 15.5 * GiB }, { pid: 9, usedBytes: 6.5 * GiB }] }),
+      device: device({ observedUsedBytes: 21.75 * GiB, processes: [{ pid: 51, usedBytes: 15.5 * GiB }, { pid: 9, usedBytes: 6.25 * GiB }] }),
       residents: [lab1],
     });
     const result = run(request({ priority: 'background', peakBytes: 512 * MiB }), snap);
     expect(result.verdict).toBe('ADMIT_AFTER_EVICTION');
     expect(result.reasons).toEqual([
       { code: 'FITS_AFTER_EVICTION', requestedBytes: 640 * MiB, schedulableBytes: 858_993_459, freeableBytes: 15.5 * GiB },
-      { code: 'PRESSURE_RELIEVED_BY_EVICTION', pressure: 'HIGH', pressureAfterEvictions: 'NORMAL', usedAfterEvictionsBytes: 6.5 * GiB },
+      { code: 'PRESSURE_RELIEVED_BY_EVICTION', pressure: 'HIGH', pressureAfterEvictions: 'NORMAL', usedAfterEvictionsBytes: 6.25 * GiB },
     ]);
     expect(result.evictions.map((e) => e.id)).toEqual(['lab1']);
     // An interactive load is not held back by HIGH: it fits without stopping anything.
@@ -383,5 +402,105 @@ describe('leases and history', () => {
     expect(history.length).toBe(500);
     expect(history.list()[0]?.request.contextSize).toBe(20);
     expect(history.list({ verdict: 'ADMIT' })).toHaveLength(500);
+  });
+});
+
+describe('telemetry gaps (m10-v1: missing or stale telemetry is UNKNOWN, nothing schedulable, QUEUE)', () => {
+  const sample = (overrides: Partial<DeviceSample> = {}): DeviceSample => ({
+    key: 'GPU-test',
+    name: 'Test GPU 24GB',
+    totalBytes: 24 * GiB,
+    usedBytes: 2 * GiB,
+    processes: [],
+    utilizationPct: null,
+    temperatureC: null,
+    powerW: null,
+    health: 'OK',
+    sampledAtUs: NOW - 100_000,
+    source: 'nvml',
+    ...overrides,
+  });
+  const planOn = (s: DeviceSample | null, policy = P): ReturnType<typeof plan> => plan(request(), { ...snapshotFromSample({ nowUs: NOW, node: 'workstation-1', gpuKey: 'GPU-test', sample: s, pressure: 'NORMAL' }), residents: [], leases: [] }, policy);
+
+  it('a failed query after good figures: TELEMETRY_STALE at once with the figures\' age and the limit, never the old figures', () => {
+    const result = planOn(sample({ health: 'UNKNOWN', processes: null, sampledAtUs: NOW - 400_000, failure: { atUs: NOW - 100_000, lastGood: true, message: 'nvmlDeviceGetMemoryInfo: UNKNOWN' } }));
+    expect(result.verdict).toBe('QUEUE');
+    expect(result.attribution).toBe('UNKNOWN');
+    expect(result.breakdown.schedulableBytes).toBe(0);
+    expect(result.reasons).toEqual([{ code: 'TELEMETRY_STALE', requestedBytes: requirementBytes(6 * GiB, P), sampleAgeUs: 400_000, staleAfterUs: 2_000_000, queryFailed: true }]);
+    // The same figures, not failed, 0.4 s old: admitted.
+    expect(planOn(sample({ sampledAtUs: NOW - 400_000 })).verdict).toBe('ADMIT');
+  });
+
+  it('failed queries before any good figure: TELEMETRY_MISSING (QUEUE), not EXCEEDS_DEVICE on a device of 0 bytes', () => {
+    const result = planOn(sample({ totalBytes: 0, usedBytes: 0, health: 'UNKNOWN', processes: null, sampledAtUs: NOW, failure: { atUs: NOW, lastGood: false, message: 'nvmlDeviceGetMemoryInfo: UNKNOWN' } }));
+    expect(result.verdict).toBe('QUEUE');
+    expect(result.reasons).toEqual([{ code: 'TELEMETRY_MISSING', requestedBytes: requirementBytes(6 * GiB, P) }]);
+    expect(result.accelerator).toEqual({ key: 'GPU-test', name: 'Test GPU 24GB' });
+  });
+
+  it('a FAILED device stays REJECT_HEALTH, with or without figures', () => {
+    expect(planOn(sample({ health: 'FAILED', totalBytes: 0, usedBytes: 0, failure: { atUs: NOW, lastGood: false, message: 'GPU_IS_LOST' } })).reasons[0]?.code).toBe('DEVICE_FAILED');
+    expect(planOn(sample({ health: 'FAILED', failure: { atUs: NOW, lastGood: true, message: 'GPU_IS_LOST' } })).verdict).toBe('REJECT_HEALTH');
+  });
+
+  it('the staleness limit is the policy\'s', () => {
+    const strict: PlannerPolicy = { ...P, revision: 'test-strict', staleAfterUs: 50_000 };
+    expect(planOn(sample(), strict).reasons[0]).toMatchObject({ code: 'TELEMETRY_STALE', sampleAgeUs: 100_000, staleAfterUs: 50_000 });
+    expect(planOn(sample(), P).verdict).toBe('ADMIT');
+  });
+
+  it('the pressure tracker sees no evidence in a failed sample', () => {
+    expect(usedFraction(sample({ failure: { atUs: NOW, lastGood: true, message: 'x' } }))).toBeNaN();
+    expect(usedFraction(sample())).toBeCloseTo(2 / 24, 9);
+  });
+});
+
+describe('a context above the trained one', () => {
+  it('plans as asked with a CONTEXT_ABOVE_TRAINED warning naming both numbers; the verdict is unchanged', () => {
+    const above = run(request({ contextSize: 8192, trainContextSize: 256, peakBytes: 512 * MiB }), snapshot());
+    expect(above.verdict).toBe('ADMIT');
+    expect(above.reasons).toEqual([
+      { code: 'FITS', requestedBytes: 640 * MiB, schedulableBytes: 24 * GiB - 2 * GiB - RESERVE_24 },
+      { code: 'CONTEXT_ABOVE_TRAINED', contextSize: 8192, trainContextSize: 256 },
+    ]);
+    expect(WARNING_CODES).toContain('CONTEXT_ABOVE_TRAINED');
+    // Beside a refusal too.
+    const refused = run(request({ contextSize: 8192, trainContextSize: 256 }), snapshot({ controls: { draining: true, labPaused: false, allowedCapabilities: null } }));
+    expect(refused.reasons.map((r) => r.code)).toEqual(['DRAINING', 'CONTEXT_ABOVE_TRAINED']);
+    // At or below the trained context, or not known: no warning, and the same fingerprint as a
+    // request that never said.
+    const at = run(request({ contextSize: 8192, trainContextSize: 8192 }), snapshot());
+    expect(at.reasons.map((r) => r.code)).toEqual(['FITS']);
+    expect(run(request({ trainContextSize: null }), snapshot()).fingerprint).toBe(run(request(), snapshot()).fingerprint);
+    expect(above.fingerprint).not.toBe(run(request({ contextSize: 8192, trainContextSize: 512, peakBytes: 512 * MiB }), snapshot()).fingerprint);
+  });
+
+  it('refuses a trained context that is not a whole number', () => {
+    expect(() => run(request({ trainContextSize: -1 }), snapshot())).toThrow(/request.trainContextSize/);
+  });
+});
+
+describe('policy revisions', () => {
+  it('knows m10-v1 (the default) and m10-v1-max-reserve, with queue overrides, and nothing else', () => {
+    expect(POLICY_REVISIONS.map((p) => p.revision)).toEqual(['m10-v1', 'm10-v1-max-reserve']);
+    expect(policyByRevision('m10-v1')).toBe(POLICY_M10_V1);
+    expect(policyByRevision('m10-v1-max-reserve')).toBe(POLICY_M10_V1_MAX_RESERVE);
+    expect(policyByRevision('m10-v1+queue.maxDepth=5')).toEqual(withQueueDepth(POLICY_M10_V1, 5));
+    expect(policyByRevision('m10-v1-max-reserve+queue.maxDepth=7')?.reserve.margin).toBe('max');
+    for (const unknown of ['m11-v1', '', 'm10-v1+queue.maxDepth=0', 'm10-v1+queue.maxDepth=32', 'm10-v1+other=1']) expect(policyByRevision(unknown)).toBeNull();
+  });
+
+  it('switching keeps an operator\'s queue override; every number lives in the policy object', () => {
+    const overridden = withQueueDepth(POLICY_M10_V1, 5);
+    expect(switchRevision(overridden, POLICY_M10_V1_MAX_RESERVE).revision).toBe('m10-v1-max-reserve+queue.maxDepth=5');
+    expect(switchRevision(POLICY_M10_V1, POLICY_M10_V1_MAX_RESERVE)).toBe(POLICY_M10_V1_MAX_RESERVE);
+    expect(Object.keys(POLICY_M10_V1).sort()).toEqual(['envelopeMargin', 'historySize', 'leaseTtlUs', 'pressure', 'queue', 'recoveryHoldUs', 'reserve', 'revision', 'staleAfterUs']);
+    // A plan under another revision says so, and its fingerprint differs.
+    const a = run(request(), snapshot());
+    const b = plan(request(), snapshot(), POLICY_M10_V1_MAX_RESERVE);
+    expect(b.policy).toBe('m10-v1-max-reserve');
+    expect(b.breakdown.reserveBytes).toBe(a.breakdown.reserveBytes - 256 * MiB);
+    expect(b.fingerprint).not.toBe(a.fingerprint);
   });
 });

@@ -1,5 +1,6 @@
 /** App states for the shell's tests: the UX sketch's device (three of ours, one foreign peer). */
 import type { AppState, DeviceView, EngineView, PeerRow, Profile } from '../../electron/core/contract.js';
+import { POLICY_M10_V1 } from '../../electron/core/planner/policy.js';
 
 export function peer(slot: number, name: string, fields: Partial<PeerRow> = {}): PeerRow {
   return { slot, pid: 1000 + slot, name, weight: 1, sharePct: 0, busyPct: 0, active: false, heartbeatAgeMs: 100, engineId: null, kind: 'peer', ...fields };
@@ -60,7 +61,7 @@ export function sketchState(): AppState {
     launchDefaults: [],
     profileFailures: [],
     dataProblems: [],
-    policy: { labPaused: false, draining: false, idleUnloadMinutes: null, revision: 'm10-v1' },
+    policy: { labPaused: false, draining: false, idleUnloadMinutes: null, revision: 'm10-v1', revisions: ['m10-v1'], rules: (({ revision: _revision, ...rules }) => rules)(POLICY_M10_V1) },
     plans: [],
     gateway: { queueDepth: 0, queueLimit: 64 },
     api: { port: 7787, dataDir: '/tmp/gpu-share', token: 'shell-token-0123456789abcdefghijklmnopqrstuvwx' },

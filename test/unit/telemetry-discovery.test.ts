@@ -8,7 +8,8 @@ import { FakeClock } from '../../electron/core/clock.js';
 import { discoverTelemetry, type Discovery } from '../../electron/core/telemetry/discovery.js';
 import { TelemetrySampler, type SamplerTimer } from '../../electron/core/telemetry/sampler.js';
 import { SimProvider } from '../../electron/core/telemetry/sim-provider.js';
-import { isStale, SAMPLE_INTERVAL_MS, STALE_AFTER_US, TelemetryError, type DeviceSample, type TelemetryProvider } from '../../electron/core/telemetry/types.js';
+import { POLICY_M10_V1 } from '../../electron/core/planner/policy.js';
+import { isStale, SAMPLE_INTERVAL_MS, TelemetryError, type DeviceSample, type TelemetryProvider } from '../../electron/core/telemetry/types.js';
 import { buildFakeNvml, fakeUuid, writeFakeNvml } from '../fixtures/fake-nvml/build.js';
 
 const GiB = 1024 ** 3;
@@ -152,6 +153,8 @@ const sampleAt = (key: string, usedBytes: number): DeviceSample => ({
   source: 'simulated',
 });
 
+const STALE_AFTER_US = POLICY_M10_V1.staleAfterUs;
+
 describe('TelemetrySampler', () => {
   it('keeps the latest sample per device, which goes stale after STALE_AFTER_US', () => {
     const provider = new ScriptedProvider();
@@ -171,18 +174,19 @@ describe('TelemetrySampler', () => {
     expect(sampler.isStale(a, clock.wallUs())).toBe(true);
     expect(sampler.fresh('a', clock.wallUs())).toBeNull();
 
-    // Only a reports now: b keeps its old (stale) sample.
+    // Only a reports now: b keeps its old figures, with their own time, marked failed from now.
     provider.next = () => [sampleAt('a', 3)];
     sampler.tick();
     expect(sampler.fresh('a', clock.wallUs())?.usedBytes).toBe(3);
     expect(sampler.latest('b')?.sampledAtUs).toBe(t0);
-    expect(isStale(sampler.latest('b') ?? { sampledAtUs: 0 }, clock.wallUs())).toBe(true);
+    expect(sampler.latest('b')?.failure).toEqual({ atUs: clock.wallUs(), lastGood: true, message: 'the simulated provider no longer lists this device' });
+    expect(isStale(sampler.latest('b') ?? { sampledAtUs: 0 }, clock.wallUs(), STALE_AFTER_US)).toBe(true);
     expect(sampler.all().map((s) => s.key)).toEqual(['a', 'b']);
   });
 
   it('treats a sample from well in the future (the clock stepped back) as stale', () => {
-    expect(isStale({ sampledAtUs: clock.wallUs() + STALE_AFTER_US + 1 }, clock.wallUs())).toBe(true);
-    expect(isStale({ sampledAtUs: clock.wallUs() + 1000 }, clock.wallUs())).toBe(false);
+    expect(isStale({ sampledAtUs: clock.wallUs() + STALE_AFTER_US + 1 }, clock.wallUs(), STALE_AFTER_US)).toBe(true);
+    expect(isStale({ sampledAtUs: clock.wallUs() + 1000 }, clock.wallUs(), STALE_AFTER_US)).toBe(false);
   });
 
   it('records a provider error and keeps sampling', () => {
@@ -201,7 +205,13 @@ describe('TelemetrySampler', () => {
     expect(sampler.ok).toBe(false);
     expect(sampler.lastError()).toEqual({ error: errors[0], atUs: clock.wallUs() });
     expect(sampler.lastError()?.error.code).toBe('BAD_INPUT');
-    expect(sampler.latest('a')?.usedBytes).toBe(1);
+    // The last figures stay, never re-stamped, and are not live from the failed query on (not
+    // only once they are 2 s old).
+    const kept = sampler.latest('a');
+    expect(kept?.usedBytes).toBe(1);
+    expect(kept?.sampledAtUs).toBe(clock.wallUs() - 500_000);
+    expect(kept?.failure).toMatchObject({ atUs: clock.wallUs(), lastGood: true });
+    expect(sampler.fresh('a', clock.wallUs())).toBeNull();
 
     provider.next = () => {
       throw new RangeError('boom');

@@ -20,6 +20,7 @@ import {
   API_METHODS,
   ApiError,
   DASHBOARD_CSP,
+  GPU_KEY,
   HTTP_EVENTS_PATH,
   HTTP_ROUTES,
   type ApiMethod,
@@ -28,6 +29,7 @@ import {
   LAUNCH_REQUEST,
   OBJECT_BODY,
   parseInput,
+  PLAN_INPUTS_PATH,
   POLICY_PATCH,
   PROFILE_ID,
   WEIGHT_REQUEST,
@@ -147,6 +149,16 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
       },
     },
     { method: 'GET', pattern: new RegExp(`^${HTTP_EVENTS_PATH}$`), auth: 'dashboard', handle: (ctx) => streamEvents(ctx) },
+    {
+      // What `gpu-share plan` plans with when a serve or the app runs for its data folder.
+      method: 'GET',
+      pattern: new RegExp(`^${PLAN_INPUTS_PATH}$`),
+      auth: 'dashboard',
+      handle(ctx) {
+        const raw = ctx.url.searchParams.get('gpuKey');
+        json(ctx, core.planInputs(raw === null ? undefined : parseInput(GPU_KEY, raw, 'gpuKey')));
+      },
+    },
     ...controlRoutes(),
     { method: 'GET', pattern: /^\/v1\/models$/, auth: 'gateway', handle: async (ctx) => json(ctx, await gateway.models()) },
     { method: 'GET', pattern: /^\/v1\/models\/([^/]+)$/, auth: 'gateway', handle: async (ctx, [id]) => json(ctx, await gateway.model(id ?? '')) },

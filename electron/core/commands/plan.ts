@@ -2,8 +2,16 @@
  * `gpu-share plan`: a dry-run of the planner for one model on this machine's device. Prints the
  * verdict, the reasons and the VRAM breakdown (or the PlacementPlan as JSON). Exit code: 0 admitted
  * (possibly after evictions), 3 queued, 4 rejected.
+ *
+ * One planner: it plans with the inputs `/api/plan` would use on the same data folder. When a
+ * `serve` or the app runs for the folder (it answers on the settings' port, 127.0.0.1, with the
+ * folder's token), the operator controls, live leases, residents, pressure, gateway line, policy
+ * revision and telemetry sample are asked of it (`GET /api/plan-inputs`), so the same state gives
+ * the same verdict, reasons and fingerprint from both. Otherwise they come from the folder's files
+ * (settings.json: drain, lab pause, policy revision; engines/: residents) and this machine's
+ * telemetry. The plan's `inputs` says which, and why.
  */
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Clock } from '../clock.js';
@@ -11,12 +19,13 @@ import { describePlan } from '../planner/describe.js';
 import { EnvelopeStore } from '../planner/envelopes.js';
 import { ModelFileError, modelPeak, type ModelPeak } from '../planner/estimate.js';
 import { inspectModelFile, type ModelProblem } from '../planner/model-file.js';
-import { defaultContextSize } from '../contract.js';
+import { defaultContextSize, PLAN_INPUTS_PATH, type PlanInputs } from '../contract.js';
 import { plan } from '../planner/plan.js';
-import { POLICY_M10_V1, type Priority } from '../planner/policy.js';
+import { DEFAULT_POLICY, policyByRevision, POLICY_REVISIONS, type PlannerPolicy, type Priority } from '../planner/policy.js';
 import { PressureTracker } from '../planner/pressure.js';
-import { snapshotFromSample, usedFraction } from '../planner/snapshot.js';
-import type { PlacementPlan } from '../planner/types.js';
+import { DEFAULT_CONTROLS, snapshotFromSample, usedFraction } from '../planner/snapshot.js';
+import { PlannerInputError, type OperatorControls, type PlacementPlan, type PlannerSnapshot, type PlanInputsSource, type PlanRequest } from '../planner/types.js';
+import type { DeviceSample } from '../telemetry/types.js';
 import { discoverTelemetry } from '../telemetry/discovery.js';
 import { trackEngineTrees } from '../telemetry/resident.js';
 import { engineTreesOf, foldEngineTrees } from '../telemetry/engine-trees.js';
@@ -34,9 +43,14 @@ export interface PlanOptions {
   /** The weight the engine would join the registry with. */
   weight: number;
   simFile: string | undefined;
-  deviceKey: string | undefined;
+  /** `--gpu-key K` (or its alias `--device K`): the device by registry key. */
+  gpuKey: string | undefined;
+  /** `--gpu N`: the N-th device (in the order `gpu-share devices` lists them). */
+  gpu: number | undefined;
   dataDir: string;
   json: boolean;
+  /** The API port to ask instead of the settings' (GPU_SHARE_API_PORT: the app's one-run port). */
+  apiPort?: number | undefined;
 }
 
 export const PLAN_EXIT = { ADMITTED: 0, QUEUED: 3, REJECTED: 4 } as const;
@@ -49,6 +63,118 @@ export function exitCodeForPlan(p: PlacementPlan): number {
 /** A bad flag value found while running (a missing model file, an unknown device): exit code 2. */
 export class PlanCommandError extends Error {
   override readonly name = 'PlanCommandError';
+}
+
+/** What the data folder's settings.json says, read without creating or changing anything. */
+interface FolderSettings {
+  apiPort: number | null;
+  apiToken: string | null;
+  controls: OperatorControls;
+  policyRevision: string | null;
+  /** Why the file could not be used, when it could not. */
+  problem: string | null;
+}
+
+/** The settings file's fields `plan` uses, each checked: a field of the wrong type is named and
+ *  left at its default, the rest is used. */
+export function readFolderSettings(dataDir: string): FolderSettings {
+  const file = join(dataDir, 'settings.json');
+  const none: FolderSettings = { apiPort: null, apiToken: null, controls: DEFAULT_CONTROLS, policyRevision: null, problem: null };
+  let text: string;
+  try {
+    const st = statSync(file);
+    if (!st.isFile()) return { ...none, problem: `${file} is not a regular file` };
+    if (st.size > 1024 * 1024) return { ...none, problem: `${file} is larger than 1 MiB` };
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ENOENT' ? { ...none, problem: `no ${file}` } : { ...none, problem: `${file} cannot be read (${(error as Error).message})` };
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    return { ...none, problem: `${file} is not JSON (${(error as Error).message})` };
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return { ...none, problem: `${file} is not a JSON object` };
+  const o = value as Record<string, unknown>;
+  const problems: string[] = [];
+  const flag = (name: string): boolean => {
+    const v = o[name];
+    if (v === undefined) return false;
+    if (typeof v === 'boolean') return v;
+    problems.push(`${name}: must be true or false`);
+    return false;
+  };
+  const port = o['apiPort'];
+  const apiPort = typeof port === 'number' && Number.isInteger(port) && port > 0 && port < 65536 ? port : null;
+  if (port !== undefined && apiPort === null) problems.push('apiPort: must be a port from 1 to 65535');
+  const token = o['apiToken'];
+  const revision = o['policyRevision'];
+  if (revision !== undefined && typeof revision !== 'string') problems.push('policyRevision: must be a revision name');
+  return {
+    apiPort,
+    apiToken: typeof token === 'string' && token !== '' ? token : null,
+    controls: { draining: flag('draining'), labPaused: flag('labPaused'), allowedCapabilities: null },
+    policyRevision: typeof revision === 'string' ? revision : null,
+    problem: problems.length === 0 ? null : `${file}: ${problems.join('; ')}`,
+  };
+}
+
+/** The answer of a running serve or app, or why there is none to use. */
+type ServeAnswer = { ok: true; inputs: PlanInputs; url: string } | { ok: false; why: string };
+
+async function askServe(port: number, token: string, gpuKey: string | undefined): Promise<ServeAnswer> {
+  const url = `http://127.0.0.1:${port}${PLAN_INPUTS_PATH}${gpuKey === undefined ? '' : `?gpuKey=${encodeURIComponent(gpuKey)}`}`;
+  let response: Response;
+  try {
+    response = await fetch(url, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(3_000) });
+  } catch {
+    return { ok: false, why: `no serve or app answers on 127.0.0.1:${port}` };
+  }
+  const text = await response.text().catch(() => '');
+  if (response.status === 401 || response.status === 403) return { ok: false, why: `the server on 127.0.0.1:${port} does not take this folder's token (a serve for another data folder?)` };
+  if (response.status === 404) return { ok: false, why: `the server on 127.0.0.1:${port} has no ${PLAN_INPUTS_PATH} (another program, or an older GPU Share)` };
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return { ok: false, why: `the server on 127.0.0.1:${port} answered ${response.status} with no JSON` };
+  }
+  if (response.status === 400) {
+    const message = (body as { error?: { message?: unknown } } | null)?.error?.message;
+    throw new PlanCommandError(`--gpu-key: ${typeof message === 'string' ? message.replace(/^gpuKey: /, '') : `refused by the serve on port ${port}`}`);
+  }
+  if (!response.ok) return { ok: false, why: `the server on 127.0.0.1:${port} answered ${response.status}` };
+  const inputs = body as Partial<PlanInputs> | null;
+  if (inputs === null || typeof inputs !== 'object' || typeof inputs.dataDir !== 'string' || typeof inputs.policy !== 'string' || !Array.isArray(inputs.devices) || inputs.snapshot === null || typeof inputs.snapshot !== 'object') {
+    return { ok: false, why: `the server on 127.0.0.1:${port} answered ${PLAN_INPUTS_PATH} without the planner's inputs` };
+  }
+  return { ok: true, inputs: inputs as PlanInputs, url: `http://127.0.0.1:${port}` };
+}
+
+const sameFolder = (a: string, b: string): boolean => {
+  try {
+    return realpathSync(a) === realpathSync(b);
+  } catch {
+    return false;
+  }
+};
+
+/** The inputs from a running serve or app for the folder, or null (and why) when none answers. */
+async function inputsFromServe(options: PlanOptions, settings: FolderSettings): Promise<{ snapshot: PlannerSnapshot; policy: PlannerPolicy; source: PlanInputsSource } | { why: string }> {
+  const port = options.apiPort ?? settings.apiPort;
+  if (port === null || settings.apiToken === null) return { why: settings.problem ?? 'the settings name no API port or token' };
+  let answer = await askServe(port, settings.apiToken, options.gpuKey);
+  if (answer.ok && options.gpu !== undefined) {
+    const device = answer.inputs.devices[options.gpu];
+    if (device === undefined) throw new PlanCommandError(`--gpu ${options.gpu}: the serve for this folder has ${answer.inputs.devices.length} device(s) (${answer.inputs.devices.map((d, i) => `${i}: ${d.key}`).join(', ')})`);
+    if (device.key !== answer.inputs.snapshot.accelerator.key) answer = await askServe(port, settings.apiToken, device.key);
+  }
+  if (!answer.ok) return { why: answer.why };
+  if (!sameFolder(answer.inputs.dataDir, options.dataDir)) return { why: `the server on 127.0.0.1:${port} runs for ${answer.inputs.dataDir}, not this folder` };
+  const policy = policyByRevision(answer.inputs.policy);
+  if (policy === null) return { why: `the serve for this folder runs policy ${answer.inputs.policy}, which this build does not know` };
+  return { snapshot: answer.inputs.snapshot, policy, source: { from: 'serve', url: answer.url, dataDir: answer.inputs.dataDir } };
 }
 
 export async function runPlan(options: PlanOptions, io: CommandIo, clock: Clock): Promise<number> {
@@ -71,6 +197,57 @@ export async function runPlan(options: PlanOptions, io: CommandIo, clock: Clock)
     }
   }
   const { estimate } = peak;
+  const request: PlanRequest = {
+    capability: options.capability,
+    modelKey: peak.modelKey,
+    contextSize,
+    ...(check.ok ? { trainContextSize: check.facts.trainContextSize } : {}),
+    gpuLayers: options.gpuLayers,
+    engineKind: options.engineKind,
+    priority: options.priority,
+    peakBytes: peak.peakBytes,
+    peakSource: peak.peakSource,
+    ...(peak.parts === null ? {} : { peakParts: peak.parts }),
+    weight: options.weight,
+    ...(modelProblem === null ? {} : { modelProblem }),
+  };
+
+  const settings = readFolderSettings(options.dataDir);
+  const fromServe = await inputsFromServe(options, settings);
+  let result: PlacementPlan;
+  let telemetryLine: string;
+  if ('snapshot' in fromServe) {
+    try {
+      result = { ...plan(request, fromServe.snapshot, fromServe.policy), inputs: fromServe.source };
+    } catch (error) {
+      if (error instanceof PlannerInputError) throw new PlanCommandError(`the serve's planner inputs are not usable: ${error.message}`);
+      throw error;
+    }
+    telemetryLine = `telemetry: the serve's latest sample of ${fromServe.snapshot.accelerator.key}`;
+  } else {
+    if (settings.problem !== null && !settings.problem.startsWith('no ')) io.err(`gpu-share: ${settings.problem}; its other fields are used, defaults for the rest`);
+    const planned = planFromFiles(request, options, settings, fromServe.why, clock);
+    result = planned.plan;
+    telemetryLine = `telemetry: ${planned.reason}`;
+  }
+  if (options.json) {
+    io.out(JSON.stringify(result));
+  } else {
+    io.out(telemetryLine);
+    if (estimate !== null) io.out(`estimate: ${options.model} (${peak.sizeBytes} B on disk), from the file, in ${estimate.basis === 'gpuVram' ? 'VRAM' : 'RAM (no GPU build here)'}`);
+    io.out(describePlan(result).trimEnd());
+  }
+  return exitCodeForPlan(result);
+}
+
+/** No serve or app runs for the folder: its files and this machine's telemetry. */
+function planFromFiles(request: PlanRequest, options: PlanOptions, settings: FolderSettings, why: string, clock: Clock): { plan: PlacementPlan; reason: string } {
+  let policy: PlannerPolicy = DEFAULT_POLICY;
+  if (settings.policyRevision !== null) {
+    const known = POLICY_REVISIONS.find((p) => p.revision === settings.policyRevision);
+    if (known === undefined) throw new PlanCommandError(`${join(options.dataDir, 'settings.json')}: policyRevision ${JSON.stringify(settings.policyRevision)} is not a revision this build knows (${POLICY_REVISIONS.map((p) => p.revision).join(', ')})`);
+    policy = known;
+  }
   const { provider, reason } = discoverTelemetry({ simFile: options.simFile, wallUs: () => clock.wallUs() });
   try {
     // Engines that `launch`, `serve` or the app run for this data folder are ours, not external:
@@ -78,41 +255,25 @@ export async function runPlan(options: PlanOptions, io: CommandIo, clock: Clock)
     const running = listEngines(options.dataDir);
     const trees = engineTreesOf(running.map((e) => e.pid));
     trackEngineTrees(provider, trees);
-    const samples = provider.sample().map((s) => foldEngineTrees(s, trees));
-    const sample = options.deviceKey === undefined ? (samples[0] ?? null) : (samples.find((s) => s.key === options.deviceKey) ?? null);
-    if (options.deviceKey !== undefined && sample === null) {
-      throw new PlanCommandError(`--device: no device ${options.deviceKey}; this machine has ${samples.map((s) => s.key).join(', ') || 'none'}`);
-    }
-    const gpuKey = sample?.key ?? options.deviceKey ?? 'cpu-0';
-    const pressure = new PressureTracker(POLICY_M10_V1);
-    const level = sample === null ? 'NORMAL' : pressure.observe(usedFraction(sample), clock.monoUs());
-    const result = plan(
-      {
-        capability: options.capability,
-        modelKey: peak.modelKey,
-        contextSize,
-        gpuLayers: options.gpuLayers,
-        engineKind: options.engineKind,
-        priority: options.priority,
-        peakBytes: peak.peakBytes,
-        peakSource: peak.peakSource,
-        ...(peak.parts === null ? {} : { peakParts: peak.parts }),
-        weight: options.weight,
-        ...(modelProblem === null ? {} : { modelProblem }),
-      },
-      // A dry-run from the command line knows the engines other processes run for this data folder
-      // (it cannot stop them), but no loads in progress or gateway line (queue depth 0).
-      { ...snapshotFromSample({ nowUs: clock.wallUs(), node: hostname(), gpuKey, sample, pressure: level }), residents: residentsSupervisedElsewhere(running, gpuKey, clock.wallUs()), leases: [] },
-      POLICY_M10_V1,
-    );
-    if (options.json) {
-      io.out(JSON.stringify(result));
+    const samples: DeviceSample[] = provider.sample().map((s) => foldEngineTrees(s, trees));
+    let sample: DeviceSample | null;
+    if (options.gpu !== undefined) {
+      sample = samples[options.gpu] ?? null;
+      if (sample === null) throw new PlanCommandError(`--gpu ${options.gpu}: this machine has ${samples.length} device(s) (${samples.map((s, i) => `${i}: ${s.key}`).join(', ') || 'none'})`);
+    } else if (options.gpuKey !== undefined) {
+      sample = samples.find((s) => s.key === options.gpuKey) ?? null;
+      if (sample === null) throw new PlanCommandError(`--gpu-key: no device ${options.gpuKey}; this machine has ${samples.map((s) => s.key).join(', ') || 'none'}`);
     } else {
-      io.out(`telemetry: ${reason}`);
-      if (estimate !== null) io.out(`estimate: ${options.model} (${peak.sizeBytes} B on disk), from the file, in ${estimate.basis === 'gpuVram' ? 'VRAM' : 'RAM (no GPU build here)'}`);
-      io.out(describePlan(result).trimEnd());
+      sample = samples[0] ?? null;
     }
-    return exitCodeForPlan(result);
+    const gpuKey = sample?.key ?? options.gpuKey ?? 'cpu-0';
+    const pressure = new PressureTracker(policy);
+    const level = sample === null ? 'NORMAL' : pressure.observe(usedFraction(sample), clock.monoUs());
+    const nowUs = clock.wallUs();
+    // The engines other processes run for this folder count (it cannot stop them); no loads in
+    // progress or gateway line are known without a serve.
+    const snapshot: PlannerSnapshot = { ...snapshotFromSample({ nowUs, node: hostname(), gpuKey, sample, pressure: level, controls: settings.controls }), residents: residentsSupervisedElsewhere(running, gpuKey, nowUs), leases: [] };
+    return { plan: { ...plan(request, snapshot, policy), inputs: { from: 'files', dataDir: options.dataDir, why } }, reason };
   } finally {
     provider.close();
   }

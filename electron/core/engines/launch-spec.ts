@@ -27,7 +27,7 @@ export interface SpecOverrides {
 
 export async function launchSpecFor(profile: Profile, envelopes: EnvelopeStore, overrides: SpecOverrides = {}): Promise<LaunchSpec> {
   const contextSize = overrides.contextSize ?? profile.contextSize;
-  let peak: Pick<LaunchSpec, 'modelKey' | 'peakBytes' | 'peakSource' | 'modelProblem'> & { parts?: PeakParts | null };
+  let peak: Pick<LaunchSpec, 'modelKey' | 'peakBytes' | 'peakSource' | 'modelProblem' | 'trainContextSize'> & { parts?: PeakParts | null };
   if (profile.modelPath === null) {
     peak = { modelKey: `command:${profile.command ?? profile.id}`, peakBytes: COMMAND_PEAK_BYTES, peakSource: 'ESTIMATED' };
   } else {
@@ -49,6 +49,7 @@ export async function launchSpecFor(profile: Profile, envelopes: EnvelopeStore, 
     modelPath: profile.modelPath,
     modelKey: peak.modelKey,
     contextSize,
+    ...(peak.trainContextSize === undefined ? {} : { trainContextSize: peak.trainContextSize }),
     gpuLayers: profile.gpuLayers,
     threads: overrides.threads ?? profile.threads,
     weight: overrides.weight ?? effectiveWeight(profile),

@@ -19,7 +19,7 @@ import { requirementBytes, type PlannerPolicy, type Priority } from '../planner/
 import type { LeaseBook } from '../planner/leases.js';
 import type { EnvelopeStore } from '../planner/envelopes.js';
 import type { PeakParts } from '../planner/memory.js';
-import type { ManagedResident, PlacementPlan, PlanRequest } from '../planner/types.js';
+import type { ManagedResident, PlacementPlan, PlannerSnapshot, PlanRequest } from '../planner/types.js';
 import type { ModelProblem } from '../planner/model-file.js';
 import type { DeviceSnapshot } from '../planner/snapshot.js';
 import { formatControl } from './control-protocol.js';
@@ -44,6 +44,8 @@ export interface LaunchSpec {
   modelPath: string | null;
   modelKey: string;
   contextSize: number;
+  /** The model's trained context (its GGUF header); absent or null when not known. */
+  trainContextSize?: number | null;
   gpuLayers: number;
   threads: number | null;
   weight: number;
@@ -358,12 +360,12 @@ export class Supervisor {
   }
 
   private planOn(spec: LaunchSpec, gpuKey: string): PlacementPlan {
-    const base = this.deps.snapshot(gpuKey);
     const request: PlanRequest = {
       capability: spec.capability,
       profileName: spec.name,
       modelKey: spec.modelKey,
       contextSize: spec.contextSize,
+      ...(spec.trainContextSize === undefined ? {} : { trainContextSize: spec.trainContextSize }),
       gpuLayers: spec.gpuLayers,
       engineKind: spec.kind,
       priority: spec.priority,
@@ -373,7 +375,14 @@ export class Supervisor {
       weight: spec.weight,
       ...(spec.modelProblem === undefined ? {} : { modelProblem: spec.modelProblem }),
     };
-    return planPlacement(request, { ...base, residents: this.residents(gpuKey), leases: this.deps.leases.active(base.nowUs, gpuKey) }, this.deps.policy);
+    return planPlacement(request, this.plannerSnapshot(gpuKey), this.deps.policy);
+  }
+
+  /** Everything the planner reads about a device now: its telemetry, controls and pressure, with
+   *  our residents and unexpired leases on it (what `gpu-share plan` asks a running serve for). */
+  plannerSnapshot(gpuKey: string): PlannerSnapshot {
+    const base = this.deps.snapshot(gpuKey);
+    return { ...base, residents: this.residents(gpuKey), leases: this.deps.leases.active(base.nowUs, gpuKey) };
   }
 
   /** Plan, evict what the plan names, take a lease and start the engine. Resolves once it is

@@ -54,6 +54,9 @@ export function explainReason(reason: Reason): string {
     case 'TELEMETRY_STALE': {
       const age = reason.sampleAgeUs ?? 0;
       const limit = `${seconds(reason.staleAfterUs)} s limit`;
+      if (reason.queryFailed === true) {
+        return `TELEMETRY_STALE: the device's latest query failed; its last good figures are ${seconds(age)} s old (${limit}) and are not used; nothing is schedulable until a query succeeds`;
+      }
       const when = age < 0 ? `is stamped ${seconds(-age)} s in the future (the clock stepped back), past the ${limit}` : `is ${seconds(age)} s old, past the ${limit}`;
       return `TELEMETRY_STALE: the last sample ${when}; nothing is schedulable until a fresh one arrives`;
     }
@@ -84,6 +87,8 @@ export function explainReason(reason: Reason): string {
       return 'LAB_PAUSED: lab work is paused';
     case 'CAPABILITY_NOT_ALLOWED':
       return `CAPABILITY_NOT_ALLOWED: "${reason.capability ?? ''}" is not an allowed capability`;
+    case 'CONTEXT_ABOVE_TRAINED':
+      return `CONTEXT_ABOVE_TRAINED (warning): a context of ${reason.contextSize ?? '—'} tokens is above the ${reason.trainContextSize ?? '—'} the model was trained for; it is planned as asked, but the model may answer poorly past its trained context`;
   }
 }
 
@@ -133,6 +138,9 @@ export function describePlan(plan: PlacementPlan): string {
   if (plan.evictions.length > 0) {
     lines.push('', 'evictions (in order):');
     for (const e of plan.evictions) lines.push(`  stop ${e.id} (pid ${e.pid}, ${e.priority}, idle ${(e.idleForUs / 1e6).toFixed(0)} s): frees ${formatBytes(e.freedBytes)}`);
+  }
+  if (plan.inputs !== undefined) {
+    lines.push('', plan.inputs.from === 'serve' ? `inputs: from the running serve/app for ${plan.inputs.dataDir} (${plan.inputs.url})` : `inputs: from the files of ${plan.inputs.dataDir} (${plan.inputs.why})`);
   }
   lines.push('', `policy ${plan.policy} · fingerprint ${plan.fingerprint}`);
   return `${lines.join('\n')}\n`;

@@ -52,9 +52,10 @@ export class ModelFileError extends Error {
 }
 
 /** The figures of a model file, or a ModelFileError. */
-export async function requireUsableModel(file: string): Promise<void> {
+export async function requireUsableModel(file: string): Promise<{ trainContextSize: number | null }> {
   const check = await inspectModelFile(file);
   if (!check.ok) throw new ModelFileError(file, check.problem, check.detail);
+  return { trainContextSize: check.facts.trainContextSize };
 }
 
 let llamaPromise: Promise<Llama> | null = null;
@@ -295,16 +296,18 @@ export interface ModelPeak {
   estimate: GgufEstimate | null;
   /** The estimate's parts of the peak; null for a measured peak (it has none). */
   parts: PeakParts | null;
+  /** The context the model was trained for (from its GGUF header); null when it does not say. */
+  trainContextSize: number | null;
 }
 
 /** A model's peak for planning: its envelope's measurement when there is one, otherwise the GGUF
  *  estimate, made in a child process (childEstimator). */
 export async function modelPeak(envelopes: EnvelopeStore, modelPath: string, key: Omit<EnvelopeKey, 'modelKey'>, kvCacheType?: KvCacheType, estimator?: Estimator): Promise<ModelPeak> {
   // A file that changed since it was measured (truncated by a failed copy) is checked anew.
-  await requireUsableModel(modelPath);
+  const { trainContextSize } = await requireUsableModel(modelPath);
   const { modelKey, sizeBytes } = modelIdentity(modelPath);
   const measured = kvCacheType === undefined || kvCacheType === 'f16' ? envelopes.get({ ...key, modelKey }) : undefined;
-  if (measured !== undefined) return { modelKey, sizeBytes, peakBytes: measured.peakBytes, peakSource: 'MEASURED', estimate: null, parts: null };
+  if (measured !== undefined) return { modelKey, sizeBytes, peakBytes: measured.peakBytes, peakSource: 'MEASURED', estimate: null, parts: null, trainContextSize };
   const estimate = await (estimator ?? oneShotEstimate)(modelPath, { contextSize: key.contextSize, gpuLayers: key.gpuLayers, ...(kvCacheType === undefined ? {} : { kvCacheType }) });
-  return { modelKey, sizeBytes, peakBytes: estimate.peakBytes, peakSource: 'ESTIMATED', estimate, parts: { weightsBytes: estimate.modelBytes, kvCacheBytes: estimate.kvCacheBytes, computeBytes: estimate.computeBytes } };
+  return { modelKey, sizeBytes, trainContextSize, peakBytes: estimate.peakBytes, peakSource: 'ESTIMATED', estimate, parts: { weightsBytes: estimate.modelBytes, kvCacheBytes: estimate.kvCacheBytes, computeBytes: estimate.computeBytes } };
 }

@@ -59,6 +59,9 @@ export function validateInputs(request: PlanRequest, snapshot: PlannerSnapshot):
     }
   }
   if (!isWhole(request.contextSize)) throw new PlannerInputError('request.contextSize', `must be a whole number ≥ 0, got ${String(request.contextSize)}`);
+  if (request.trainContextSize !== undefined && request.trainContextSize !== null && !isWhole(request.trainContextSize)) {
+    throw new PlannerInputError('request.trainContextSize', `must be a whole number ≥ 0 or null, got ${String(request.trainContextSize)}`);
+  }
   if (!isWhole(request.gpuLayers)) throw new PlannerInputError('request.gpuLayers', `must be a whole number ≥ 0, got ${String(request.gpuLayers)}`);
   if (!isPriority(request.priority)) throw new PlannerInputError('request.priority', `must be interactive, background or lab, got ${String(request.priority)}`);
   if (!isWeight(request.weight)) throw weightError('request.weight', request.weight);
@@ -75,6 +78,7 @@ export function validateInputs(request: PlanRequest, snapshot: PlannerSnapshot):
     if (!isBytes(device.totalBytes)) throw bytesError('device.totalBytes', device.totalBytes);
     if (!isBytes(device.observedUsedBytes)) throw bytesError('device.observedUsedBytes', device.observedUsedBytes);
     if (!isTime(device.sampledAtUs)) throw timeError('device.sampledAtUs', device.sampledAtUs);
+    if (device.queryFailedAtUs !== undefined && !isTime(device.queryFailedAtUs)) throw timeError('device.queryFailedAtUs', device.queryFailedAtUs);
     const processes = device.processes;
     if (processes !== null) {
       for (let i = 0; i < processes.length; i++) {
@@ -140,8 +144,9 @@ export function account(request: PlanRequest, snapshot: PlannerSnapshot, policy:
   const device = snapshot.device;
   const requirement = requirementBytes(request.peakBytes, policy);
   const sampleAgeUs = device === null ? null : snapshot.nowUs - device.sampledAtUs;
-  // A sample stamped further in the future than the limit is stale too: the wall clock stepped back.
-  const stale = sampleAgeUs === null || sampleAgeUs > policy.staleAfterUs || sampleAgeUs < -policy.staleAfterUs;
+  // Figures whose latest query failed are not live, however young. A sample stamped further in the
+  // future than the limit is stale too: the wall clock stepped back.
+  const stale = sampleAgeUs === null || device?.queryFailedAtUs !== undefined || sampleAgeUs > policy.staleAfterUs || sampleAgeUs < -policy.staleAfterUs;
   const processes = device?.processes ?? null;
   const attribution: Attribution = stale ? 'UNKNOWN' : processes !== null ? 'KNOWN' : 'ESTIMATED';
   const residents = sortInPlace(snapshot.residents.slice(), byId);
@@ -232,11 +237,19 @@ function decide(request: PlanRequest, snapshot: PlannerSnapshot, policy: Planner
   if (device !== null && device.health === 'FAILED') return only('REJECT_HEALTH', { code: 'DEVICE_FAILED', health: device.health });
   if (request.modelProblem !== undefined) return only('REJECT_HEALTH', { ...request.modelProblem });
   if (acc.attribution === 'UNKNOWN') {
+    // A telemetry gap is no fact about the model: it waits (QUEUE) and is planned again when
+    // figures return, never rejected for a device of 0 bytes.
     return only(
       'QUEUE',
       device === null
         ? { code: 'TELEMETRY_MISSING', requestedBytes: requested }
-        : { code: 'TELEMETRY_STALE', requestedBytes: requested, sampleAgeUs: acc.sampleAgeUs ?? 0, staleAfterUs: policy.staleAfterUs },
+        : {
+            code: 'TELEMETRY_STALE',
+            requestedBytes: requested,
+            sampleAgeUs: acc.sampleAgeUs ?? 0,
+            staleAfterUs: policy.staleAfterUs,
+            ...(device.queryFailedAtUs === undefined ? {} : { queryFailed: true }),
+          },
     );
   }
   const capacity = b.totalBytes - b.reserveBytes;
@@ -310,6 +323,13 @@ function decide(request: PlanRequest, snapshot: PlannerSnapshot, policy: Planner
   return only('REJECT_CAPACITY', { code: 'INSUFFICIENT_CAPACITY', requestedBytes: requested, schedulableBytes: b.schedulableBytes, freeableBytes: freeable, unmanagedExternalBytes: b.unmanagedExternalBytes });
 }
 
+/** Warnings beside the verdict (they decide nothing): a context above the model's trained one. */
+function withWarnings(request: PlanRequest, decision: Decision): Decision {
+  const trained = request.trainContextSize;
+  if (trained === undefined || trained === null || trained <= 0 || request.contextSize <= trained || request.modelProblem !== undefined) return decision;
+  return { ...decision, reasons: [...decision.reasons, { code: 'CONTEXT_ABOVE_TRAINED', contextSize: request.contextSize, trainContextSize: trained }] };
+}
+
 /**
  * Every input and result field, fed in a fixed order (so key order in the caller's objects does
  * not matter), lists sorted (so their order does not either), and nothing derived from the clock:
@@ -322,6 +342,7 @@ function fingerprintPlan(request: PlanRequest, snapshot: PlannerSnapshot, policy
   const f = fingerprint();
   const r = request;
   f.str(policy.revision).str(r.capability).str(r.modelKey).num(r.contextSize).num(r.gpuLayers).str(r.engineKind).str(r.priority).num(r.peakBytes).str(r.peakSource).num(r.weight);
+  if (r.trainContextSize !== undefined && r.trainContextSize !== null) f.num(r.trainContextSize);
   // Only when present, so that the fingerprints of plans for usable models stay as they were.
   if (r.modelProblem !== undefined) f.str(r.modelProblem.code).num(r.modelProblem.fileBytes).num(r.modelProblem.neededBytes);
   f.str(snapshot.node).str(snapshot.accelerator.key).str(snapshot.accelerator.name).num(snapshot.queueDepth).str(snapshot.pressure);
@@ -353,6 +374,8 @@ function fingerprintPlan(request: PlanRequest, snapshot: PlannerSnapshot, policy
     f.str(x.code).num(x.requestedBytes).num(x.schedulableBytes).num(x.freeableBytes).num(x.pendingBytes).num(x.capacityBytes).num(x.unmanagedExternalBytes);
     f.num(x.staleAfterUs).num(x.usedAfterEvictionsBytes).str(x.pressure).str(x.pressureAfterEvictions).str(x.capability).str(x.health);
     if (x.fileBytes !== undefined || x.neededBytes !== undefined) f.num(x.fileBytes).num(x.neededBytes);
+    if (x.queryFailed !== undefined) f.bool(x.queryFailed);
+    if (x.contextSize !== undefined || x.trainContextSize !== undefined) f.num(x.contextSize).num(x.trainContextSize);
   }
   f.list(decision.evictions.length);
   for (const e of decision.evictions) f.str(e.id).num(e.pid).str(e.priority).num(e.freedBytes);
@@ -362,7 +385,7 @@ function fingerprintPlan(request: PlanRequest, snapshot: PlannerSnapshot, policy
 export function plan(request: PlanRequest, snapshot: PlannerSnapshot, policy: PlannerPolicy): PlacementPlan {
   validateInputs(request, snapshot);
   const acc = account(request, snapshot, policy);
-  const decision = decide(request, snapshot, policy, acc);
+  const decision = withWarnings(request, decide(request, snapshot, policy, acc));
   const b = acc.breakdown;
   const residents: PlacementPlan['residents'] = [];
   for (let i = 0; i < acc.residents.length; i++) {

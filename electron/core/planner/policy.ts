@@ -1,7 +1,10 @@
 /**
- * Policy m10-v1: every number the planner uses lives here, in one versioned object. A change of
- * any of them is a new revision, so that a plan's fingerprint and its policy name say exactly
- * which rules decided it.
+ * Policy m10-v1: every number the planner uses lives here, in one versioned object (the reserve,
+ * the envelope margin, the pressure thresholds and recovery hold, the telemetry staleness limit,
+ * the lease TTL, the queue limits, the history size). A change of any of them is a new revision,
+ * so that a plan's fingerprint and its policy name say exactly which rules decided it. The
+ * revisions this build knows are in POLICY_REVISIONS; an operator may switch among them
+ * (`PUT /api/policy {"revision": …}`).
  */
 export const GiB = 1024 ** 3;
 export const MiB = 1024 ** 2;
@@ -23,8 +26,10 @@ export interface PressureThreshold {
 
 export interface PlannerPolicy {
   readonly revision: string;
-  /** dynamic_reserve = max(minBytes, fractionOfTotal · total, floorBytes) */
-  readonly reserve: { readonly minBytes: number; readonly fractionOfTotal: number; readonly floorBytes: number };
+  /** dynamic_reserve = max(minBytes, fractionOfTotal · total) + runtimeMarginBytes ('add', m10-v1);
+   *  'max' is the earlier reading, max(minBytes, fractionOfTotal · total, runtimeMarginBytes), in
+   *  which a margin below minBytes never counts. */
+  readonly reserve: { readonly minBytes: number; readonly fractionOfTotal: number; readonly runtimeMarginBytes: number; readonly margin: 'add' | 'max' };
   /** requirement = peak + max(minBytes, fraction · peak) */
   readonly envelopeMargin: { readonly minBytes: number; readonly fraction: number };
   readonly pressure: Readonly<Record<Exclude<PressureLevel, 'NORMAL'>, PressureThreshold>>;
@@ -42,7 +47,7 @@ export interface PlannerPolicy {
 
 export const POLICY_M10_V1: PlannerPolicy = Object.freeze({
   revision: 'm10-v1',
-  reserve: Object.freeze({ minBytes: 1 * GiB, fractionOfTotal: 0.05, floorBytes: 256 * MiB }),
+  reserve: Object.freeze({ minBytes: 1 * GiB, fractionOfTotal: 0.05, runtimeMarginBytes: 256 * MiB, margin: 'add' as const }),
   envelopeMargin: Object.freeze({ minBytes: 128 * MiB, fraction: 0.1 }),
   pressure: Object.freeze({
     ELEVATED: Object.freeze({ enter: 0.8, exit: 0.75 }),
@@ -59,9 +64,47 @@ export const POLICY_M10_V1: PlannerPolicy = Object.freeze({
   historySize: 500,
 });
 
+/**
+ * m10-v1 with the reserve as builds before this one counted it: max(1 GiB, 5 %, 256 MiB), in which
+ * the 256 MiB runtime margin never counts. Kept so that an operator can plan as those builds did
+ * (to compare, or to undo the margin on a device where 256 MiB matters); every other number is
+ * m10-v1's.
+ */
+export const POLICY_M10_V1_MAX_RESERVE: PlannerPolicy = Object.freeze({
+  ...POLICY_M10_V1,
+  revision: 'm10-v1-max-reserve',
+  reserve: Object.freeze({ ...POLICY_M10_V1.reserve, margin: 'max' as const }),
+});
+
+/** The revisions this build knows, by name; the first is the default. */
+export const POLICY_REVISIONS: readonly PlannerPolicy[] = Object.freeze([POLICY_M10_V1, POLICY_M10_V1_MAX_RESERVE]);
+export const DEFAULT_POLICY = POLICY_M10_V1;
+
+/**
+ * The policy a revision name stands for: a known revision, with an operator's queue override
+ * (`+queue.maxDepth=N`, withQueueDepth) when it carries one. null for a name this build does not
+ * know (a newer build's revision, a typo): the caller says so rather than guess its numbers.
+ */
+export function policyByRevision(revision: string): PlannerPolicy | null {
+  const match = /^(.*?)(?:\+queue\.maxDepth=(\d{1,9}))?$/.exec(revision);
+  const base = POLICY_REVISIONS.find((p) => p.revision === match?.[1]);
+  if (base === undefined || match === null) return null;
+  if (match[2] === undefined) return base;
+  const depth = Number(match[2]);
+  if (!Number.isInteger(depth) || depth < 1 || depth === base.queue.maxDepth) return null;
+  return withQueueDepth(base, depth);
+}
+
+/** The same policy under another known revision, keeping an operator's queue override. */
+export function switchRevision(current: PlannerPolicy, to: PlannerPolicy): PlannerPolicy {
+  const base = POLICY_REVISIONS.find((p) => current.revision === p.revision || current.revision.startsWith(`${p.revision}+`));
+  return base !== undefined && current.queue.maxDepth !== base.queue.maxDepth ? withQueueDepth(to, current.queue.maxDepth) : to;
+}
+
 export function dynamicReserveBytes(totalBytes: number, policy: PlannerPolicy): number {
-  const { minBytes, fractionOfTotal, floorBytes } = policy.reserve;
-  return Math.max(minBytes, Math.round(fractionOfTotal * totalBytes), floorBytes);
+  const { minBytes, fractionOfTotal, runtimeMarginBytes, margin } = policy.reserve;
+  const share = Math.max(minBytes, Math.round(fractionOfTotal * totalBytes));
+  return margin === 'add' ? share + runtimeMarginBytes : Math.max(share, runtimeMarginBytes);
 }
 
 export function requirementBytes(measuredPeakBytes: number, policy: PlannerPolicy): number {

@@ -1,7 +1,10 @@
 /**
  * Memory pressure with hysteresis: it worsens at once (NORMAL → ELEVATED → HIGH → CRITICAL) and
  * recovers only after use has stayed below the current level's exit threshold for the policy's
- * recovery hold (30 s in m10-v1). Time comes from the caller, so tests step a fake clock.
+ * recovery hold (30 s in m10-v1), on continuous evidence: a gap between two readings longer than
+ * the policy's staleness limit (no sample, a failed query, an unknown figure) restarts the hold,
+ * since nothing says what use was in between. Time comes from the caller, so tests step a fake
+ * clock.
  */
 import { PRESSURE_LEVELS, type PlannerPolicy, type PressureLevel, type Priority } from './policy.js';
 
@@ -46,17 +49,35 @@ export class PressureTracker {
   private belowSinceUs: number | null = null;
   /** The highest level held during the current below-exit stretch: we recover to it. */
   private heldDuringStretch: PressureLevel = 'NORMAL';
+  /** When the last known reading came; null before the first. */
+  private lastReadingUs: number | null = null;
 
-  constructor(private readonly policy: PlannerPolicy) {}
+  private readonly policyOf: () => PlannerPolicy;
+
+  /** `policy`: a policy, or where to find the one in force (an operator may switch revisions). */
+  constructor(policy: PlannerPolicy | (() => PlannerPolicy)) {
+    this.policyOf = typeof policy === 'function' ? policy : () => policy;
+  }
+
+  private get policy(): PlannerPolicy {
+    return this.policyOf();
+  }
 
   get level(): PressureLevel {
     return this.current;
   }
 
   /** Feed one observation (physical use / total, in [0, 1]); returns the level. Unknown use
-   *  (NaN) changes nothing. */
+   *  (NaN) changes nothing, and is no evidence: it counts as part of a gap. */
   observe(usedFraction: number, nowUs: number): PressureLevel {
     if (!Number.isFinite(usedFraction)) return this.current;
+    const previous = this.lastReadingUs;
+    this.lastReadingUs = nowUs;
+    // A gap in the evidence: the stretch below the exit threshold starts again from this reading.
+    if (previous !== null && nowUs - previous > this.policy.staleAfterUs) {
+      this.belowSinceUs = null;
+      this.heldDuringStretch = 'NORMAL';
+    }
     const entered = enteredLevel(usedFraction, this.policy);
     if (rank(entered) > rank(this.current)) {
       this.current = entered;

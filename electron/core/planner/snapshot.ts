@@ -24,21 +24,34 @@ export function snapshotFromSample(input: {
   queueDepth?: number;
 }): DeviceSnapshot {
   const s = input.sample;
+  // A device whose queries failed before it ever gave figures has none: TELEMETRY_MISSING, not a
+  // device of 0 bytes (which would read as one the model can never fit on).
+  const figures = s !== null && (s.failure === undefined || s.failure.lastGood);
   return {
     nowUs: input.nowUs,
     node: input.node,
     accelerator: { key: s?.key ?? input.gpuKey, name: s?.name ?? null },
     device:
-      s === null
+      s === null || (!figures && s.health !== 'FAILED')
         ? null
-        : { key: s.key, name: s.name, totalBytes: s.totalBytes, observedUsedBytes: s.usedBytes, processes: s.processes, health: s.health, sampledAtUs: s.sampledAtUs },
+        : {
+            key: s.key,
+            name: s.name,
+            totalBytes: s.totalBytes,
+            observedUsedBytes: s.usedBytes,
+            processes: s.failure === undefined ? s.processes : null,
+            health: s.health,
+            sampledAtUs: s.sampledAtUs,
+            ...(s.failure === undefined ? {} : { queryFailedAtUs: s.failure.atUs }),
+          },
     queueDepth: input.queueDepth ?? 0,
     pressure: input.pressure,
     controls: input.controls ?? DEFAULT_CONTROLS,
   };
 }
 
-/** Physical use over total, for the pressure tracker; NaN when the total is unknown. */
+/** Physical use over total, for the pressure tracker; NaN when the total is unknown or the figures
+ *  are not live (a failed query's sample is no evidence: the tracker sees a gap). */
 export function usedFraction(sample: DeviceSample): number {
-  return sample.totalBytes > 0 ? sample.usedBytes / sample.totalBytes : Number.NaN;
+  return sample.totalBytes > 0 && sample.failure === undefined ? sample.usedBytes / sample.totalBytes : Number.NaN;
 }

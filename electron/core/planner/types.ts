@@ -56,7 +56,13 @@ export type ReasonCode =
   | ModelProblemCode
   | 'DRAINING'
   | 'LAB_PAUSED'
-  | 'CAPABILITY_NOT_ALLOWED';
+  | 'CAPABILITY_NOT_ALLOWED'
+  /** A warning beside the verdict: the context asked for is above the one the model was trained
+   *  for (the model may answer poorly past it); the plan is made as asked. */
+  | 'CONTEXT_ABOVE_TRAINED';
+
+/** Reasons that say something beside the verdict without deciding it. */
+export const WARNING_CODES: readonly ReasonCode[] = ['CONTEXT_ABOVE_TRAINED'];
 
 /** A reason: a code and the figures behind it (bytes, levels, names), never prose. */
 export interface Reason {
@@ -71,6 +77,11 @@ export interface Reason {
   sampleAgeUs?: number;
   /** The policy's limit on a sample's age. */
   staleAfterUs?: number;
+  /** TELEMETRY_STALE: the latest query of the device failed (the figures are the last good ones). */
+  queryFailed?: boolean;
+  /** CONTEXT_ABOVE_TRAINED: the context asked for and the model's trained context, in tokens. */
+  contextSize?: number;
+  trainContextSize?: number;
   /** The tracked (physical) level. */
   pressure?: PressureLevel;
   /** The level once the plan's evictions (or every permitted eviction, for a rejection) are done. */
@@ -93,6 +104,9 @@ export interface PlanRequest {
   /** A stable identity of the model (a hash of path, size and mtime): shapes and hashes only. */
   modelKey: string;
   contextSize: number;
+  /** The context the model was trained for (its GGUF's context_length); absent or null when not
+   *  known (a command engine, an unreadable file). Above it the plan warns (CONTEXT_ABOVE_TRAINED). */
+  trainContextSize?: number | null;
   gpuLayers: number;
   engineKind: string;
   priority: Priority;
@@ -117,7 +131,11 @@ export interface DeviceState {
   /** Per-process use from the driver; null when it cannot attribute memory to processes. */
   processes: readonly { pid: number; usedBytes: number }[] | null;
   health: DeviceHealth;
+  /** When these figures were read (their age is judged against the policy's limit). */
   sampledAtUs: number;
+  /** When the latest query of the device failed, if it did: the figures are then the last good
+   *  ones, not live, and nothing is schedulable whatever their age (TELEMETRY_STALE). */
+  queryFailedAtUs?: number;
 }
 
 /** An engine GPU Share started and manages on this device. */
@@ -224,11 +242,22 @@ export interface PlacementPlan {
   headroomBeforeBytes: number;
   headroomAfterBytes: number;
   plannedAtUs: number;
+  /** Where the plan's inputs (controls, leases, residents, pressure, policy) came from, for a
+   *  dry-run from the command line: the running serve or app for the data folder, or the folder's
+   *  files. Absent for plans the core makes itself. Not in the fingerprint. */
+  inputs?: PlanInputsSource;
   /** For a plan that did not admit the request here: another device that would, as advice
    *  (elsewhere.ts). Absent when none was looked for; null when no other device would. Not in
    *  the fingerprint: it describes the other devices, not this one. */
   elsewhere?: Elsewhere | null;
 }
+
+export type PlanInputsSource =
+  /** Asked of the running serve or app for the data folder over its loopback API. */
+  | { from: 'serve'; url: string; dataDir: string }
+  /** Read from the data folder's files (no serve or app answered): settings, engine files; no
+   *  leases or gateway line, and pressure from this one sample. `why`: why no serve was asked. */
+  | { from: 'files'; dataDir: string; why: string };
 
 /** Another device that would admit a request this device did not. */
 export interface Elsewhere {

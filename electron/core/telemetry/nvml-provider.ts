@@ -4,8 +4,10 @@
  *
  * - GPU_IS_LOST or RESET_REQUIRED on any query: health FAILED (do not place work on it).
  * - Any other failure of a required query (handle, UUID, name, memory): health UNKNOWN.
- * - Either way totalBytes/usedBytes are the device's last good figures, or 0 when it never gave
- *   any (health says they are not live); processes, utilization, temperature and power are null.
+ * - Either way the sample carries `failure` (when, what): its figures are not live from that
+ *   moment. totalBytes/usedBytes are the device's last good figures with the time they were read
+ *   (never stamped with the failed query's time), or 0 when it never gave any (`lastGood` false);
+ *   processes, utilization, temperature and power are null.
  * - Its key is the UUID when it could be read now or before, else `nvml-<index>` (a GPU lost before
  *   its first sample); its name likewise, else `NVIDIA GPU <index>`.
  *
@@ -48,6 +50,7 @@ interface LastGood {
   name: string;
   totalBytes: number;
   usedBytes: number;
+  sampledAtUs: number;
 }
 
 /** Loads NVML, initialises it and returns the provider. Throws TelemetryError: LIBRARY_UNAVAILABLE
@@ -184,7 +187,7 @@ export class NvmlProvider implements TelemetryProvider {
     const powerW = optional(power);
 
     const { totalBytes, usedBytes } = memory.value;
-    this.lastGood.set(key, { name: name.value, totalBytes, usedBytes });
+    this.lastGood.set(key, { name: name.value, totalBytes, usedBytes, sampledAtUs: nowUs });
     return {
       key,
       name: name.value,
@@ -206,7 +209,8 @@ export class NvmlProvider implements TelemetryProvider {
     const key = this.keyByIndex.get(index) ?? `nvml-${index}`;
     const health: DeviceHealth = FAILED.has(error.name) ? 'FAILED' : 'UNKNOWN';
     const last = this.lastGood.get(key);
-    this.problem(key, describeNvmlError(error));
+    const message = describeNvmlError(error);
+    this.problem(key, message);
     return {
       key,
       name: last?.name ?? this.nameByIndex.get(index) ?? `NVIDIA GPU ${index}`,
@@ -217,8 +221,9 @@ export class NvmlProvider implements TelemetryProvider {
       temperatureC: null,
       powerW: null,
       health,
-      sampledAtUs: nowUs,
+      sampledAtUs: last?.sampledAtUs ?? nowUs,
       source: 'nvml',
+      failure: { atUs: nowUs, lastGood: last !== undefined, message },
     };
   }
 

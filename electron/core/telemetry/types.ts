@@ -31,9 +31,22 @@ export interface DeviceSample {
   /** Board power draw in watts; null when unknown. */
   powerW: number | null;
   health: DeviceHealth;
-  /** Wall-clock µs when this sample was taken. */
+  /** Wall-clock µs when these figures were read from the device. Never moved forward for figures
+   *  that were not read again: after a failed query it stays the time of the last good figures. */
   sampledAtUs: number;
   source: TelemetrySource;
+  /** Present when the latest query of this device failed (the provider, or this one device): the
+   *  figures are not live from that moment on, whatever their age. `lastGood`: the figures are
+   *  the last good ones (sampledAtUs is their time); false: there never were any (they are 0). */
+  failure?: QueryFailure;
+}
+
+export interface QueryFailure {
+  /** Wall-clock µs of the failed query. */
+  atUs: number;
+  lastGood: boolean;
+  /** What failed, in one line (the NVML call and code, the provider's error). */
+  message: string;
 }
 
 export type TelemetryErrorCode =
@@ -78,13 +91,13 @@ export interface TelemetryProvider {
   close(): void;
 }
 
-/** A sample older than this is stale: the planner treats the device as UNKNOWN. */
-export const STALE_AFTER_US = 2_000_000;
 export const SAMPLE_INTERVAL_MS = 500;
 
-/** Whether a sample is too old to plan on (older than STALE_AFTER_US at nowUs). A sample stamped
- *  more than STALE_AFTER_US in the future is stale too: the wall clock stepped back since. */
-export function isStale(sample: Pick<DeviceSample, 'sampledAtUs'>, nowUs: number): boolean {
+/** Whether a sample's figures are not live at nowUs: its latest query failed, or they are older
+ *  than `staleAfterUs` (the planner policy's limit, 2 s in m10-v1), or stamped more than that in
+ *  the future (the wall clock stepped back since). */
+export function isStale(sample: Pick<DeviceSample, 'sampledAtUs' | 'failure'>, nowUs: number, staleAfterUs: number): boolean {
+  if (sample.failure !== undefined) return true;
   const ageUs = nowUs - sample.sampledAtUs;
-  return ageUs > STALE_AFTER_US || ageUs < -STALE_AFTER_US;
+  return ageUs > staleAfterUs || ageUs < -staleAfterUs;
 }

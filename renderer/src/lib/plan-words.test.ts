@@ -74,6 +74,15 @@ describe('plan words', () => {
     expect(planHeadline(missing, nameOf)).toBe('QUEUE: TELEMETRY_MISSING: no telemetry for this device yet — it is planned again when a sample arrives; check the GPU driver if none does');
   });
 
+  it('says a failed query as such, whatever the age of the last good figures, and a context above the trained one as a warning', () => {
+    const failed = placementPlan({ verdict: 'QUEUE', reasons: [{ code: 'TELEMETRY_STALE', requestedBytes: 4 * GiB, sampleAgeUs: 400_000, staleAfterUs: 2_000_000, queryFailed: true }] });
+    expect(planHeadline(failed, nameOf)).toBe("QUEUE: TELEMETRY_STALE: the device's latest query failed (its last good figures are 0.4 s old and not used) — it is planned again when a query succeeds; check the GPU driver if none does");
+    expect(reasonLines(failed)[0]).toMatch(/^TELEMETRY_STALE: the device's latest query failed; its last good figures are 0.4 s old/);
+    const above = placementPlan({ verdict: 'ADMIT', reasons: [{ code: 'FITS', requestedBytes: GiB, schedulableBytes: 10 * GiB }, { code: 'CONTEXT_ABOVE_TRAINED', contextSize: 8192, trainContextSize: 256 }] });
+    expect(planHeadline(above, nameOf)).toMatch(/ · warning: a context of 8192 tokens is above the 256 the model was trained for$/);
+    expect(reasonLines(above)[1]).toMatch(/^CONTEXT_ABOVE_TRAINED \(warning\): a context of 8192 tokens is above the 256/);
+  });
+
   it('says when pressure is ours to relieve, and when it is not', () => {
     const relieved = placementPlan({
       verdict: 'ADMIT_AFTER_EVICTION',

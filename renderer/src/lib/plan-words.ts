@@ -55,7 +55,9 @@ function firstReason(plan: PlacementPlan, ...codes: Reason['code'][]): Reason | 
  *  also names the other device that would take it, when the core found one. */
 export function planHeadline(plan: PlacementPlan, nameOf: NameOf): string {
   const headline = headlineHere(plan, nameOf);
-  return plan.elsewhere === undefined || plan.elsewhere === null ? headline : `${headline} or ${elsewhereAdvice(plan.elsewhere)}`;
+  const placed = plan.elsewhere === undefined || plan.elsewhere === null ? headline : `${headline} or ${elsewhereAdvice(plan.elsewhere)}`;
+  const above = firstReason(plan, 'CONTEXT_ABOVE_TRAINED');
+  return above === undefined ? placed : `${placed} · warning: a context of ${above.contextSize ?? '—'} tokens is above the ${above.trainContextSize ?? '—'} the model was trained for`;
 }
 
 function headlineHere(plan: PlacementPlan, nameOf: NameOf): string {
@@ -73,6 +75,9 @@ function headlineHere(plan: PlacementPlan, nameOf: NameOf): string {
     }
     case 'QUEUE': {
       const reason = firstReason(plan, 'WAIT_FOR_LEASES', 'WAIT_FOR_BUSY_ENGINES', 'TELEMETRY_STALE', 'TELEMETRY_MISSING', 'PRESSURE_DEFERS_BACKGROUND');
+      if (reason?.code === 'TELEMETRY_STALE' && reason.queryFailed === true) {
+        return `QUEUE: TELEMETRY_STALE: the device's latest query failed (its last good figures are ${seconds(reason.sampleAgeUs)} s old and not used) — it is planned again when a query succeeds; check the GPU driver if none does`;
+      }
       if (reason?.code === 'TELEMETRY_STALE') {
         const age = reason.sampleAgeUs ?? 0;
         const old = age < 0 ? `stamped ${seconds(-age)} s in the future` : `${seconds(age)} s old`;

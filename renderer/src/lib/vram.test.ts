@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { memoryNoun, physicalUseFraction, planBars, pressureMarks, pressureMarkWords, stack, vramBar, type StackedBar } from './vram.js';
+import { memoryNoun, physicalUseFraction, planBars, policyRuleLines, pressureMarks, pressureMarkWords, stack, vramBar, type StackedBar } from './vram.js';
+import { POLICY_M10_V1, POLICY_M10_V1_MAX_RESERVE } from '../../../electron/core/planner/policy.js';
 import { GiB, placementPlan, vramView } from '../test/fixtures.js';
 
 const sum = (bar: StackedBar): number => bar.segments.reduce((acc, s) => acc + s.bytes, 0);
@@ -106,13 +107,23 @@ describe('planBars', () => {
 });
 
 describe('pressure', () => {
-  it('marks the m10-v1 thresholds and none for an unknown revision', () => {
-    expect(pressureMarks('m10-v1')).toEqual([
+  it('marks the thresholds of the revision the core runs, from its numbers', () => {
+    expect(pressureMarks(POLICY_M10_V1)).toEqual([
       { level: 'ELEVATED', fraction: 0.8 },
       { level: 'HIGH', fraction: 0.9 },
       { level: 'CRITICAL', fraction: 0.97 },
     ]);
-    expect(pressureMarks('m11-v1')).toEqual([]);
+    const other = { pressure: { ...POLICY_M10_V1.pressure, HIGH: { enter: 0.88, exit: 0.8 } } };
+    expect(pressureMarks(other)[1]).toEqual({ level: 'HIGH', fraction: 0.88 });
+  });
+
+  it('says every number of the revision in words', () => {
+    const lines = policyRuleLines(POLICY_M10_V1);
+    expect(lines[0]).toBe('reserve: max(1 GiB, 5 % of total) + 256 MiB');
+    expect(lines.join('\n')).toMatch(/recovery after 30 s of continuous samples below/);
+    expect(lines.join('\n')).toMatch(/telemetry stale after 2 s · lease TTL 300 s · history 500 plans/);
+    expect(lines.join('\n')).toMatch(/queue: 32 waiting at most; waits interactive 120 s, background 600 s, lab 1800 s/);
+    expect(policyRuleLines(POLICY_M10_V1_MAX_RESERVE)[0]).toBe('reserve: max(1 GiB, 5 % of total, 256 MiB)');
   });
 
   it('measures physical use as engines plus external', () => {
@@ -130,7 +141,7 @@ describe('words for the memory bar', () => {
   });
 
   it('gives every pressure mark a legend line', () => {
-    const marks = pressureMarks('m10-v1');
+    const marks = pressureMarks(POLICY_M10_V1);
     expect(marks.map(pressureMarkWords)).toEqual(marks.map((m) => `${m.level} from ${Math.round(m.fraction * 100)} % in use`));
     expect(marks.map((m) => m.level)).toEqual(['ELEVATED', 'HIGH', 'CRITICAL']);
   });

@@ -4,8 +4,8 @@
  * fall short leave an explicit "not accounted" segment; parts that overshoot (figures sampled at
  * slightly different moments) give back free space first, then reserve, then shrink together.
  */
-import type { PlacementPlan, VramView } from '../../../electron/core/contract.js';
-import { POLICY_M10_V1, type PressureLevel } from '../../../electron/core/planner/policy.js';
+import type { PlacementPlan, PolicyView, VramView } from '../../../electron/core/contract.js';
+import type { PressureLevel } from '../../../electron/core/planner/policy.js';
 
 export type SegmentKind = 'engine' | 'unaccounted' | 'external' | 'lease' | 'request' | 'reserve' | 'free';
 
@@ -122,11 +122,32 @@ export interface PressureMark {
   fraction: number;
 }
 
-/** Where the pressure levels start, when the core runs the policy revision this renderer knows
- *  (the thresholds are part of the revision); none otherwise. */
-export function pressureMarks(revision: string): PressureMark[] {
-  if (revision !== POLICY_M10_V1.revision) return [];
-  return (['ELEVATED', 'HIGH', 'CRITICAL'] as const).map((level) => ({ level, fraction: POLICY_M10_V1.pressure[level].enter }));
+/** Where the pressure levels start, by the numbers of the policy revision the core runs (they
+ *  travel with it in the state). */
+export function pressureMarks(rules: Pick<PolicyView['rules'], 'pressure'>): PressureMark[] {
+  return (['ELEVATED', 'HIGH', 'CRITICAL'] as const).map((level) => ({ level, fraction: rules.pressure[level].enter }));
+}
+
+const seconds = (us: number): string => `${Number((us / 1e6).toFixed(1))} s`;
+const pct = (fraction: number): string => `${Number((fraction * 100).toFixed(1))} %`;
+
+/** The policy revision's numbers in words, one line each, for the GPU view. */
+export function policyRuleLines(rules: PolicyView['rules']): string[] {
+  const r = rules.reserve;
+  const reserve = r.margin === 'add' ? `max(${gibText(r.minBytes)}, ${pct(r.fractionOfTotal)} of total) + ${gibText(r.runtimeMarginBytes)}` : `max(${gibText(r.minBytes)}, ${pct(r.fractionOfTotal)} of total, ${gibText(r.runtimeMarginBytes)})`;
+  const levels = (['ELEVATED', 'HIGH', 'CRITICAL'] as const).map((level) => `${level} ${pct(rules.pressure[level].enter)} → below ${pct(rules.pressure[level].exit)}`).join(' · ');
+  const waits = (['interactive', 'background', 'lab'] as const).map((p) => `${p} ${seconds(rules.queue.maxWaitUs[p])}`).join(', ');
+  return [
+    `reserve: ${reserve}`,
+    `margin on a model's peak: max(${gibText(rules.envelopeMargin.minBytes)}, ${pct(rules.envelopeMargin.fraction)})`,
+    `pressure (enter → leave): ${levels}; recovery after ${seconds(rules.recoveryHoldUs)} of continuous samples below`,
+    `telemetry stale after ${seconds(rules.staleAfterUs)} · lease TTL ${seconds(rules.leaseTtlUs)} · history ${rules.historySize} plans`,
+    `queue: ${rules.queue.maxDepth} waiting at most; waits ${waits}`,
+  ];
+}
+
+function gibText(bytes: number): string {
+  return bytes >= 1024 ** 3 ? `${Number((bytes / 1024 ** 3).toFixed(2))} GiB` : `${Number((bytes / 1024 ** 2).toFixed(1))} MiB`;
 }
 
 /** Physical use as a fraction of the total (what the pressure levels compare against). */

@@ -1,5 +1,6 @@
 /** Builders for contract values in tests: complete objects with overridable fields. */
 import { CONTRACT_VERSION, type AppState, type DeviceView, type EngineView, type PeerRow, type PlacementPlan, type VramView } from '../../../electron/core/contract.js';
+import { POLICY_M10_V1, POLICY_REVISIONS } from '../../../electron/core/planner/policy.js';
 
 export const GiB = 1024 ** 3;
 
@@ -75,7 +76,7 @@ export function appState(overrides: Partial<AppState> = {}): AppState {
     launchDefaults: [],
     profileFailures: [],
     dataProblems: [],
-    policy: { labPaused: false, draining: false, idleUnloadMinutes: null, revision: 'm10-v1' },
+    policy: { labPaused: false, draining: false, idleUnloadMinutes: null, revision: 'm10-v1', revisions: POLICY_REVISIONS.map((p) => p.revision), rules: (({ revision: _revision, ...rules }) => rules)(POLICY_M10_V1) },
     plans: [],
     gateway: { queueDepth: 0, queueLimit: 32 },
     api: { port: 7787, dataDir: '/home/user/.local/share/gpu-share', token: 'fixture-token-0123456789abcdefghijklmnopqrstuv' },
