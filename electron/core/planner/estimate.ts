@@ -149,14 +149,15 @@ export interface ModelPeak {
 }
 
 /** A model's peak for planning: its envelope's measurement when there is one, otherwise the GGUF
- *  estimate (llama.cpp is let go of afterwards). */
-export async function modelPeak(envelopes: EnvelopeStore, modelPath: string, key: Omit<EnvelopeKey, 'modelKey'>, kvCacheType?: KvCacheType): Promise<ModelPeak> {
+ *  estimate (llama.cpp is let go of afterwards unless `keepEstimator`: a caller estimating many
+ *  models in a row calls releaseEstimator once at the end). */
+export async function modelPeak(envelopes: EnvelopeStore, modelPath: string, key: Omit<EnvelopeKey, 'modelKey'>, kvCacheType?: KvCacheType, keepEstimator = false): Promise<ModelPeak> {
   // A file that changed since it was measured (truncated by a failed copy) is checked anew.
   await requireUsableModel(modelPath);
   const { modelKey, sizeBytes } = modelIdentity(modelPath);
   const measured = kvCacheType === undefined || kvCacheType === 'f16' ? envelopes.get({ ...key, modelKey }) : undefined;
   if (measured !== undefined) return { modelKey, sizeBytes, peakBytes: measured.peakBytes, peakSource: 'MEASURED', estimate: null, parts: null };
   const estimate = await estimateFromGguf(modelPath, { contextSize: key.contextSize, gpuLayers: key.gpuLayers, kvCacheType });
-  await releaseEstimator();
+  if (!keepEstimator) await releaseEstimator();
   return { modelKey, sizeBytes, peakBytes: estimate.peakBytes, peakSource: 'ESTIMATED', estimate, parts: { weightsBytes: estimate.modelBytes, kvCacheBytes: estimate.kvCacheBytes, computeBytes: estimate.computeBytes } };
 }

@@ -20,6 +20,8 @@ export interface ModelFileFacts {
   architecture: string;
   /** `<arch>.context_length`, the context it was trained with; null when the file does not say. */
   trainContextSize: number | null;
+  /** `general.file_type`, llama.cpp's llama_ftype (15 = Q4_K_M); null when the file does not say. */
+  fileType: number | null;
 }
 
 export type ModelFileCheck = { ok: true; facts: ModelFileFacts } | { ok: false; problem: ModelProblem };
@@ -114,5 +116,6 @@ export async function inspectModelFile(path: string): Promise<ModelFileCheck> {
   if (end > fileBytes) return { ok: false, problem: { code: 'MODEL_TRUNCATED', fileBytes, neededBytes: end } };
   const trained = (info.architectureMetadata as { context_length?: unknown } | undefined)?.context_length;
   const trainContextSize = typeof trained === 'number' && Number.isSafeInteger(trained) && trained > 0 ? trained : null;
-  return { ok: true, facts: { fileBytes, tensorDataEndBytes: end, architecture, trainContextSize } };
+  const fileType = (info.metadata as { general?: { file_type?: unknown } }).general?.file_type;
+  return { ok: true, facts: { fileBytes, tensorDataEndBytes: end, architecture, trainContextSize, fileType: typeof fileType === 'number' && Number.isSafeInteger(fileType) ? fileType : null } };
 }
