@@ -168,9 +168,9 @@ class GpuShareCore implements Core {
     this.envelopes = new EnvelopeStore(join(options.dataDir, 'envelopes.json'));
     this.additions = new LocalAdditionsStore(options.dataDir);
     if (this.additions.loadProblem !== null) log(`local additions: ${this.additions.loadProblem}; nothing added on this machine is used until it is fixed`);
-    this.executables = new ExecutableCatalog({ added: () => this.additions.get().executables });
+    this.executables = new ExecutableCatalog({ added: () => this.additions.current().executables });
     this.localModels = new ModelCatalog({
-      places: () => machineModelPlaces(this.additions.get().modelFolders),
+      places: () => machineModelPlaces(this.additions.current().modelFolders),
       inspect: (path) => inspectModelFile(path),
       peak: (path, contextSize) => modelPeak(this.envelopes, path, { contextSize, gpuLayers: DEFAULT_GPU_LAYERS, engineKind: 'builtin' }, undefined, true),
       release: () => releaseEstimator(),

@@ -220,7 +220,7 @@ export interface ModelEstimateView {
 }
 
 /** An engine executable on this machine: found on PATH or in a usual install place, or added by
- *  the local user (`gpu-share executables add`). Over HTTP a profile may name only these. */
+ *  the local user (`gpu-share executables --add`). Over HTTP a profile may name only these. */
 export interface ExecutableView {
   path: string;
   /** What its name says it is; null for an added one with another name. */

@@ -1,7 +1,7 @@
 /**
  * Engine executables on this machine: llama.cpp's server, llamafile and Ollama, found on PATH and
  * in the places their installers and builds put them, plus those the local user added (the CLI's
- * `gpu-share executables add`, kept in the data folder). Over HTTP a profile may only name one of
+ * `gpu-share executables --add`, kept in the data folder). Over HTTP a profile may only name one of
  * these (remote-profile.ts); a plan checks that the one a profile names exists and can run.
  *
  * Discovery only stats files (never opens one); a candidate must be a regular file (a link is

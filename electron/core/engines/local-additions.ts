@@ -3,7 +3,7 @@
  * offer over HTTP) and folders to look for models in. `<data dir>/local.json`,
  * `{ "version": 1, "executables": [...], "modelFolders": [...] }`, absolute paths.
  *
- * Executables are added only from this machine (`gpu-share executables add`, the app's window):
+ * Executables are added only from this machine (`gpu-share executables --add`, the app's window may create a profile with any executable):
  * nothing over HTTP writes them. The file is read without following a link, as a regular file of
  * at most 1 MiB; one that is not usable is named with why, and the additions are then empty
  * (nothing is written over it).
@@ -60,6 +60,13 @@ export class LocalAdditionsStore {
 
   get(): LocalAdditions {
     return structuredClone(this.additions);
+  }
+
+  /** What the file holds now (another process, `gpu-share executables --add`, may have changed it
+   *  since): read again, none when it cannot be used. */
+  current(): LocalAdditions {
+    const read = readAdditions(this.file);
+    return read.ok ? read.value : { executables: [], modelFolders: [] };
   }
 
   /** Adds a path to a list (once); returns whether it was new. */

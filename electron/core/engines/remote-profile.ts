@@ -20,7 +20,7 @@ export function loaderEnvName(name: string): boolean {
 
 /** How the local user makes what HTTP may not (shown by the API's refusal and the dashboard). */
 export function localOnlyHowTo(dataDir: string): string {
-  return `create or edit it on this machine instead: in ${dataDir}/profiles.json (then restart serve), in the desktop app's window, or add the executable with \`gpu-share executables add PATH\` so that it can be picked here`;
+  return `create or edit it on this machine instead: in ${dataDir}/profiles.json while serve is stopped, in the desktop app's window, or add the executable with \`gpu-share executables --add PATH\` so that it can be picked here`;
 }
 
 export interface RemoteProblem {

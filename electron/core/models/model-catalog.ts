@@ -24,10 +24,11 @@ export interface ModelCatalogDeps {
   inspect(path: string): Promise<ModelFileCheck>;
   /** The model's peak at a context (a measured envelope, else the GGUF estimate), keeping the
    *  estimator loaded between calls; `release` lets it go at the end of a call. */
-  peak(path: string, contextSize: number): Promise<CatalogPeak>;
-  release(): Promise<void>;
-  /** The planner's verdict for a model with this peak now. */
-  fit(model: FoundModel, peak: CatalogPeak, contextSize: number): LocalModelFit;
+  peak?: (path: string, contextSize: number) => Promise<CatalogPeak>;
+  release?: () => Promise<void>;
+  /** The planner's verdict for a model with this peak now (absent with `peak`: no fits, as in
+   *  the CLI's list, which plans nothing). */
+  fit?: (model: FoundModel, peak: CatalogPeak, contextSize: number) => LocalModelFit;
   nowMs(): number;
   /** How long a call may spend on headers and estimates (the walk itself is not cut short). */
   budgetMs: number;
@@ -72,18 +73,23 @@ export class ModelCatalog {
         }
         const contextSize = defaultContextSize(facts.trainContextSize);
         const peakKey = `${key}\u0000${contextSize}`;
+        const described = { ...base, quantization: facts.quantization, trainContextSize: facts.trainContextSize, architecture: facts.architecture };
+        const { peak: estimate, fit } = this.deps;
+        if (estimate === undefined || fit === undefined) {
+          views.push(described);
+          continue;
+        }
         let peak = this.peaks.get(peakKey);
         if (peak === undefined && this.deps.nowMs() < deadline) {
           estimated = true;
-          peak = await this.deps.peak(model.path, contextSize).catch(() => null);
+          peak = await estimate(model.path, contextSize).catch(() => null);
           this.remember(this.peaks, peakKey, peak);
         }
-        const described = { ...base, quantization: facts.quantization, trainContextSize: facts.trainContextSize, architecture: facts.architecture };
         if (peak === undefined) pending++;
-        views.push(peak === undefined || peak === null ? described : { ...described, fit: this.deps.fit(model, peak, contextSize) });
+        views.push(peak === undefined || peak === null ? described : { ...described, fit: fit(model, peak, contextSize) });
       }
     } finally {
-      if (estimated) await this.deps.release();
+      if (estimated) await this.deps.release?.();
     }
     return { models: views, places: scan.places, truncated: scan.truncated, pending, elapsedMs: Math.round(this.deps.nowMs() - started) };
   }
