@@ -33,7 +33,7 @@ describe('models on this machine', () => {
     const catalog = new ModelCatalog({
       places: () => placesOf(fixture.home),
       inspect: (path) => inspectModelFile(path),
-      peak: async (path, contextSize) => ({ modelKey: path, peakBytes: path === llamaBlob ? 64 * 2 ** 30 : 2 ** 20, peakSource: 'ESTIMATED', parts: null }),
+      peak: async (path) => ({ modelKey: path, peakBytes: path === llamaBlob ? 64 * 2 ** 30 : 2 ** 20, peakSource: 'ESTIMATED', parts: null }),
       fit: (model, peak, contextSize) => ({ verdict: peak.peakBytes > 2 ** 30 ? 'REJECT_CAPACITY' : 'ADMIT', gpuKey: 'cpu-0', contextSize, requirementBytes: peak.peakBytes, reason: model.name }),
       nowMs: () => performance.now(),
       budgetMs: 60_000,
