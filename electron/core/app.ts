@@ -45,7 +45,7 @@ import { checkProfileEnv, DEFAULT_GPU_LAYERS, DEFAULT_WEIGHT_BY_PRIORITY, Profil
 import { ExecutableCatalog } from './engines/executables.js';
 import { LocalAdditionsStore } from './engines/local-additions.js';
 import { localOnlyHowTo, remoteProfileProblem } from './engines/remote-profile.js';
-import { machineModelPlaces, type FoundModel } from './models/local-models.js';
+import { machineModelPlaces, namesModelFile, type FoundModel } from './models/local-models.js';
 import { ModelCatalog, type CatalogPeak } from './models/model-catalog.js';
 import { describeExecutableProblem, explainReason } from './planner/describe.js';
 import { describeModelProblem, inspectModelFile } from './planner/model-file.js';
@@ -379,7 +379,7 @@ class GpuShareCore implements Core {
   async estimateModel(modelPath: string, options: EstimateOptions = {}): Promise<ModelEstimateView> {
     parseInput(MODEL_PATH, modelPath, 'modelPath');
     // Only model files: the path comes from a form, and nothing else is opened or described.
-    if (!modelPath.toLowerCase().endsWith('.gguf')) throw badField('modelPath', 'must name a .gguf model file');
+    if (!namesModelFile(modelPath)) throw badField('modelPath', 'must name a .gguf model file (or a blob of Ollama\'s store)');
     const check = await inspectModelFile(modelPath);
     if (!check.ok) throw badField('modelPath', describeModelProblem(check.problem));
     const contextSize = options.contextSize ?? defaultContextSize(check.facts.trainContextSize);

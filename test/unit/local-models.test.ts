@@ -3,7 +3,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSyn
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isModelFileName, modelName, modelPlaces, ollamaName, quantizationName, scanModels } from '../../electron/core/models/local-models.js';
+import { isModelFileName, modelName, namesModelFile, modelPlaces, ollamaName, quantizationName, scanModels } from '../../electron/core/models/local-models.js';
 import { ModelCatalog } from '../../electron/core/models/model-catalog.js';
 import { inspectModelFile } from '../../electron/core/planner/model-file.js';
 import { TINY_GGUF_SPEC, writeGguf } from '../fixtures/gguf.js';
@@ -87,6 +87,10 @@ describe('models on this machine', () => {
     expect(isModelFileName('mmproj-f16.gguf')).toBe(false);
     expect(isModelFileName('model.GGUF')).toBe(true);
     expect(isModelFileName('model.bin')).toBe(false);
+    expect(namesModelFile(`/home/u/.ollama/models/blobs/sha256-${'a'.repeat(64)}`)).toBe(true);
+    expect(namesModelFile('/m/x.GGUF')).toBe(true);
+    expect(namesModelFile('/etc/passwd')).toBe(false);
+    expect(namesModelFile(`/somewhere/sha256-${'a'.repeat(64)}`)).toBe(false);
     expect([15, 7, 1, 0, 32, 999, null].map((t) => quantizationName(t))).toEqual(['Q4_K_M', 'Q8_0', 'F16', 'F32', 'BF16', null, null]);
   });
 

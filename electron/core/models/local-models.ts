@@ -184,6 +184,14 @@ async function walkFolder(place: ModelPlace, dir: string, below: string[], depth
   }
 }
 
+/** A path that names a model file: `*.gguf`, or a blob of Ollama's store (`blobs/sha256-<hex>`),
+ *  which has no extension. */
+export function namesModelFile(path: string): boolean {
+  const parts = path.split(/[\\/]/);
+  const base = parts.at(-1) ?? '';
+  return base.toLowerCase().endsWith('.gguf') || (parts.at(-2) === 'blobs' && /^sha256[-:][0-9a-f]{64}$/.test(base));
+}
+
 /** A GGUF model's file name: `.gguf`, not a multimodal projector, not a later part of a split. */
 export function isModelFileName(name: string): boolean {
   const lower = name.toLowerCase();
