@@ -83,7 +83,7 @@ const RATE_INTERVAL_MS = 2_000;
 const HISTORY_POINTS = 60;
 /** A peer last seen older than this that disappears aged out (rather than leaving cleanly). */
 const AGED_OUT_AFTER_MS = 2_000;
-/** How long one "On this machine" listing may spend reading headers and estimating. */
+/** How long one "On this machine" listing may spend reading headers (estimates run after it). */
 const LOCAL_MODELS_BUDGET_MS = 800;
 
 export async function startCore(options: CoreOptions): Promise<Core> {
