@@ -2,12 +2,14 @@
  *  an engine whose executable is missing; the dashboard's lists of what this machine has. Against
  *  a real `gpu-share serve` whose HOME holds every tool's model folder and whose PATH a stand-in
  *  llama-server. */
+import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ExecutableView, LaunchOutcome, LocalModelList, PlacementPlan } from '../../electron/core/contract.js';
 import { makeModelHome, type ModelHome } from '../fixtures/model-folders.js';
+import { CLI } from '../fixtures/procs.js';
 import { call, startServe, until, type Served } from '../fixtures/serve.js';
 
 const GiB = 2 ** 30;
@@ -123,4 +125,38 @@ describe('models on this machine', () => {
     expect(llama).toMatchObject({ source: 'ollama', quantization: 'Q8_0', trainContextSize: 2048, problem: null, fit: { verdict: 'ADMIT', gpuKey: 'GPU-what-runs', contextSize: 2048 } });
     expect(llama?.fit?.requirementBytes).toBeGreaterThan(0);
   }, 90_000);
+});
+
+describe('gpu-share executables and gpu-share models', () => {
+  const run = (args: string[]): { code: number | null; stdout: string; stderr: string } => {
+    const home = fixture.home;
+    const env = { ...process.env, HOME: home, PATH: `${bin}:${process.env['PATH'] ?? ''}`, XDG_CACHE_HOME: join(home, '.cache'), OLLAMA_MODELS: join(home, '.ollama', 'models'), HF_HUB_CACHE: join(home, '.cache', 'huggingface', 'hub'), LLAMA_CACHE: join(home, '.cache', 'llama.cpp') };
+    const result = spawnSync(process.execPath, [CLI, ...args], { env, encoding: 'utf8', timeout: 60_000 });
+    return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+  };
+
+  it('adds an executable on this machine (one line for one that cannot be), and lists it with those found', () => {
+    const data = join(dir, 'cli-data');
+    const missing = run(['executables', '--add', join(dir, 'nope'), '--data-dir', data]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr.trim().split('\n')).toEqual([`gpu-share: ${join(dir, 'nope')}: no such file`]);
+    const mine = join(dir, 'my-server');
+    writeFileSync(mine, '#!/bin/sh\necho "my-server 1.2.3"\n');
+    chmodSync(mine, 0o755);
+    expect(run(['executables', '--add', mine, '--data-dir', data]).code).toBe(0);
+    const listed = JSON.parse(run(['executables', '--json', '--data-dir', data]).stdout) as ExecutableView[];
+    expect(listed).toEqual(expect.arrayContaining([
+      { path: join(bin, 'llama-server'), kind: 'llama-server', source: 'PATH', version: 'version: 4567 (abc1234)' },
+      { path: mine, kind: null, source: 'added', version: 'my-server 1.2.3' },
+    ]));
+  });
+
+  it('lists the models other tools keep, every header read', () => {
+    const result = run(['models', '--json', '--data-dir', join(dir, 'cli-data')]);
+    expect(result.code).toBe(0);
+    const list = JSON.parse(result.stdout) as LocalModelList;
+    expect(list.models.map((m) => m.name).sort()).toEqual(fixture.expected.map((m) => m.name).sort());
+    expect(list.models.every((m) => m.read && m.quantization === 'Q8_0')).toBe(true);
+    expect(run(['models', '--data-dir', join(dir, 'cli-data')]).stdout).toContain('llama3.2:3b');
+  }, 60_000);
 });
