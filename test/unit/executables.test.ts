@@ -135,6 +135,14 @@ describe('what runs is never chosen over HTTP', () => {
     expect(remoteProfileProblem(handWritten, { ...handWritten, engineKind: 'llamafile' }, known)?.field).toBe('command');
   });
 
+  it('refuses arguments that make the engine write a file, when they are added', () => {
+    expect(remoteProfileProblem(null, base({ args: ['--log-file', '/home/u/.bashrc'] }), known)?.field).toBe('args');
+    expect(remoteProfileProblem(null, base({ args: ['--slot-save-path=/tmp/x'] }), known)?.field).toBe('args');
+    expect(remoteProfileProblem(null, base({ args: ['--threads', '4', '--flash-attn', 'on'] }), known)).toBeNull();
+    const logged = base({ args: ['--log-file', '/var/log/llama.log'] });
+    expect(remoteProfileProblem(logged, { ...logged, weight: 2 }, known)).toBeNull();
+  });
+
   it('refuses loader environment that is added or changed, not what was there', () => {
     for (const name of ['LD_PRELOAD', 'LD_LIBRARY_PATH', 'DYLD_INSERT_LIBRARIES', 'NODE_OPTIONS', 'PATH', 'ld_preload']) expect(loaderEnvName(name), name).toBe(true);
     for (const name of ['CUDA_VISIBLE_DEVICES', 'HF_HOME', 'LLAMA_ARG_CTX_SIZE']) expect(loaderEnvName(name), name).toBe(false);
