@@ -275,6 +275,26 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
     .exitOverride()
     .action((opts: { dataDir: string; json: boolean }) => run(async () => (await import('./core/commands/launch.js')).runEngines(opts, processIo)));
 
+  program
+    .command('executables')
+    .description('list the engine executables on this machine (llama-server, llamafile, ollama: on PATH, in the usual places, or added) with their versions')
+    .option('--add <path>', 'add an executable (the dashboard may then offer it to a profile)')
+    .option('--remove <path>', 'remove an added executable')
+    .option('--data-dir <dir>', 'where the added executables are kept', defaultDataDir())
+    .option('--json', 'print JSON', false)
+    .exitOverride()
+    .action((opts: { dataDir: string; json: boolean; add?: string; remove?: string }) => run(async () => (await import('./core/commands/local.js')).runExecutables(opts, processIo)));
+
+  program
+    .command('models')
+    .description("list the GGUF models other tools keep on this machine (Ollama, LM Studio, the Hugging Face cache, llama.cpp's cache, ~/models, added folders)")
+    .option('--add-folder <dir>', 'also look in this folder')
+    .option('--remove-folder <dir>', 'stop looking in an added folder')
+    .option('--data-dir <dir>', 'where the added folders are kept', defaultDataDir())
+    .option('--json', 'print JSON', false)
+    .exitOverride()
+    .action((opts: { dataDir: string; json: boolean; addFolder?: string; removeFolder?: string }) => run(async () => (await import('./core/commands/local.js')).runModels(opts, processIo)));
+
   return program;
 }
 

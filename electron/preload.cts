@@ -63,6 +63,8 @@ const api: GpuShareApi = {
   estimateModel: (modelPath, options) => (options === undefined ? callApi('estimateModel', modelPath) : callApi('estimateModel', modelPath, options)),
   setPolicy: (patch) => callApi('setPolicy', patch),
   listPlans: () => callApi('listPlans'),
+  listExecutables: () => callApi('listExecutables'),
+  listLocalModels: () => callApi('listLocalModels'),
 };
 
 const shell: ShellExtras = {

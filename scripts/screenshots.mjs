@@ -32,7 +32,10 @@ const writeSim = () => {
 writeSim();
 const simTimer = setInterval(writeSim, 500);
 let stopChatting = async () => {};
-const served = await startServe({ dataDir: join(dir, 'data'), sim });
+// Command profiles are the local user's to make (over HTTP they are refused): written before
+// serve starts.
+const burner = (id, capability, priority, weight) => ({ id, name: id, capabilities: [capability], engineKind: 'command', command: process.execPath, args: [BURN_ENGINE, '--mode', 'unaware', '--duration-s', '600'], contextSize: 256, priority, weight });
+const served = await startServe({ dataDir: join(dir, 'data'), sim, profiles: [burner('coder', 'code', 'background', 2), burner('summarizer', 'summarize', 'background', 1), burner('embed-lab', 'embed', 'lab', 0.5)] });
 const browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-dev-shm-usage'] });
 try {
   const profiles = [
@@ -43,7 +46,7 @@ try {
     { id: 'embed-lab', name: 'embed-lab', capabilities: ['embed'], engineKind: 'command', command: process.execPath, args: [BURN_ENGINE, '--mode', 'unaware', '--duration-s', '600'], contextSize: 256, priority: 'lab', weight: 0.5 },
   ];
   for (const { launch, ...profile } of profiles) {
-    await call(served, 'POST', '/api/profiles', profile);
+    if (profile.engineKind !== 'command') await call(served, 'POST', '/api/profiles', profile);
     if (launch !== false) await call(served, 'POST', '/api/engines', { profileId: profile.id });
   }
   // A few chats through the gateway, for the built-in engine's tokens per second and time to first token.

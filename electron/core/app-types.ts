@@ -3,7 +3,7 @@
  * `gpu-share serve` both build the core through `startCore(options)`.
  */
 import type { RegistryHelper } from '../../native/helper.js';
-import type { GpuShareApi, AppState, EngineView, LaunchOutcome, PlanInputs, Profile, ProfileFailure } from './contract.js';
+import type { GpuShareApi, AppState, EngineView, LaunchOutcome, PlanInputs, Profile, ProfileFailure, ProfileInput, ProfilePatch } from './contract.js';
 import type { PlannerPolicy } from './planner/policy.js';
 import type { GpuPeersView } from './registry/view.js';
 import type { SpawnRequest, SpawnedProcess } from './engines/supervisor.js';
@@ -41,6 +41,11 @@ export interface GatewayView {
 }
 
 export interface Core extends GpuShareApi {
+  /** 'remote': made over HTTP, which may not choose what runs (no command profiles, only
+   *  executables found on this machine, no loader environment); the IPC window and the CLI are
+   *  local. */
+  createProfile(input: ProfileInput, from?: 'local' | 'remote'): Promise<Profile>;
+  updateProfile(id: string, patch: ProfilePatch, from?: 'local' | 'remote'): Promise<Profile>;
   /** The current state, synchronously (the tray menu is rebuilt from it). */
   snapshot(): AppState;
   /** The engines GPU Share runs, without the rest of the state (the gateway asks per request). */

@@ -15,6 +15,9 @@ import {
   MODEL_PATH,
   parseInput,
   type EstimateOptions,
+  type ExecutableView,
+  type LocalModelFit,
+  type LocalModelList,
   type ProfileFailure,
   type AppEvent,
   type AppState,
@@ -40,7 +43,13 @@ import type { Settings } from './settings.js';
 import { launchSpecFor } from './engines/launch-spec.js';
 import { chooseLaunchDevice, pinningFor } from './engines/device-pinning.js';
 import { lookUpVulkanDevice } from './engines/vulkan-lookup.js';
-import { checkProfileEnv, DEFAULT_GPU_LAYERS, ProfileError, ProfileNameTakenError, ProfileNotFoundError, ProfileStore, type Profile as StoredProfile } from './engines/profiles.js';
+import { checkProfileEnv, DEFAULT_GPU_LAYERS, DEFAULT_WEIGHT_BY_PRIORITY, ProfileError, ProfileNameTakenError, ProfileNotFoundError, ProfileStore, type Profile as StoredProfile } from './engines/profiles.js';
+import { ExecutableCatalog } from './engines/executables.js';
+import { LocalAdditionsStore } from './engines/local-additions.js';
+import { localOnlyHowTo, remoteProfileProblem } from './engines/remote-profile.js';
+import { machineModelPlaces, namesModelFile, type FoundModel } from './models/local-models.js';
+import { ModelCatalog, type CatalogPeak } from './models/model-catalog.js';
+import { describeExecutableProblem, explainReason } from './planner/describe.js';
 import { describeModelProblem, inspectModelFile } from './planner/model-file.js';
 import { spawnEngineProcess } from './engines/spawn.js';
 import { removeEngineFile, residentFacts, writeEngineFile } from './engines/engine-files.js';
@@ -77,6 +86,8 @@ const RATE_INTERVAL_MS = 2_000;
 const HISTORY_POINTS = 60;
 /** A peer last seen older than this that disappears aged out (rather than leaving cleanly). */
 const AGED_OUT_AFTER_MS = 2_000;
+/** How long one "On this machine" listing may spend reading headers (estimates run after it). */
+const LOCAL_MODELS_BUDGET_MS = 800;
 
 export async function startCore(options: CoreOptions): Promise<Core> {
   const clock = systemClock(() => options.helper.wallUs());
@@ -144,6 +155,10 @@ class GpuShareCore implements Core {
   private readonly ranOnce = new Set<string>();
   /** node-llama-cpp's GGUF parser runs in a child with a heap limit and a deadline. */
   private readonly estimator: ReturnType<typeof childEstimator>;
+  /** What the local user added (executables, model folders), the executables found, the models. */
+  private readonly additions: LocalAdditionsStore;
+  private readonly executables: ExecutableCatalog;
+  private readonly localModels: ModelCatalog;
 
   constructor(
     private readonly options: CoreOptions,
@@ -167,6 +182,18 @@ class GpuShareCore implements Core {
     if (this.profiles.loadProblem !== null) log(`profiles: ${this.profiles.loadProblem.message}; the file was kept as ${this.profiles.loadProblem.backup}`);
     for (const renamed of this.profiles.renamedOnLoad) log(`profiles: ${renamed.message}`);
     this.envelopes = new EnvelopeStore(join(options.dataDir, 'envelopes.json'));
+    this.additions = new LocalAdditionsStore(options.dataDir);
+    if (this.additions.loadProblem !== null) log(`local additions: ${this.additions.loadProblem}; nothing added on this machine is used until it is fixed`);
+    this.executables = new ExecutableCatalog({ added: () => this.additions.current().executables });
+    this.localModels = new ModelCatalog({
+      places: () => machineModelPlaces(this.additions.current().modelFolders),
+      inspect: (path) => inspectModelFile(path),
+      // The estimator child stays up between estimates and leaves by itself once idle.
+      peak: (path, contextSize) => modelPeak(this.envelopes, path, { contextSize, gpuLayers: DEFAULT_GPU_LAYERS, engineKind: 'builtin' }, undefined, this.estimator),
+      fit: (model, peak, contextSize) => this.fitNow(model, peak, contextSize),
+      nowMs: () => performance.now(),
+      budgetMs: LOCAL_MODELS_BUDGET_MS,
+    });
     this.sampler = new TelemetrySampler({
       provider,
       wallUs: () => clock.wallUs(),
@@ -293,6 +320,7 @@ class GpuShareCore implements Core {
     }
     const outcome = await this.startEngine(spec);
     if (outcome.plan.verdict === 'REJECT_HEALTH' && spec.modelProblem !== undefined) this.markFailed(profileId, `model file ${spec.modelPath ?? ''}: ${describeModelProblem(spec.modelProblem)}`);
+    else if (outcome.plan.verdict === 'REJECT_HEALTH' && spec.executableProblem !== undefined) this.markFailed(profileId, `ENGINE_EXECUTABLE_MISSING: ${spec.executableProblem.executable} ${describeExecutableProblem(spec.executableProblem.problem)}`);
     return outcome;
   }
 
@@ -345,23 +373,26 @@ class GpuShareCore implements Core {
     return this.profiles.list();
   }
 
-  async createProfile(input: ProfileInput): Promise<Profile> {
+  /** `from`: 'remote' for a request over HTTP, which may not choose what runs (remote-profile.ts). */
+  async createProfile(input: ProfileInput, from: 'local' | 'remote' = 'local'): Promise<Profile> {
     return this.guard(async () => {
       const id = (input as { id?: unknown }).id;
       if (typeof id === 'string' && this.profiles.get(id) !== undefined) throw new ApiError('CONFLICT', `a profile "${id}" exists already`, { field: 'id' });
       const checked = this.profiles.checkNew(input);
       checkProfileEnv(checked);
+      if (from === 'remote') this.checkRemote(null, checked);
       await checkModelFile(checked.modelPath);
       return this.profiles.create(input);
     });
   }
 
-  async updateProfile(id: string, patch: ProfilePatch): Promise<Profile> {
+  async updateProfile(id: string, patch: ProfilePatch, from: 'local' | 'remote' = 'local'): Promise<Profile> {
     return this.guard(async () => {
       const current = this.profiles.get(id);
       if (current === undefined) throw new ProfileNotFoundError(id);
       const checked = this.profiles.checkUpdate(id, patch);
       checkProfileEnv(checked);
+      if (from === 'remote') this.checkRemote(current, checked);
       // A changed model file is checked; an unchanged one that went bad shows at launch.
       if (checked.modelPath !== current.modelPath) await checkModelFile(checked.modelPath);
       const profile = this.profiles.update(id, patch);
@@ -379,7 +410,7 @@ class GpuShareCore implements Core {
   async estimateModel(modelPath: string, options: EstimateOptions = {}): Promise<ModelEstimateView> {
     parseInput(MODEL_PATH, modelPath, 'modelPath');
     // Only model files: the path comes from a form, and nothing else is opened or described.
-    if (!modelPath.toLowerCase().endsWith('.gguf')) throw badField('modelPath', 'must name a .gguf model file');
+    if (!namesModelFile(modelPath)) throw badField('modelPath', 'must name a .gguf model file (or a blob of Ollama\'s store)');
     const check = await inspectModelFile(modelPath);
     if (!check.ok) throw badField('modelPath', `${describeModelProblem(check.problem)}${check.detail === undefined ? '' : ` (${check.detail})`}`);
     const contextSize = options.contextSize ?? defaultContextSize(check.facts.trainContextSize);
@@ -436,6 +467,14 @@ class GpuShareCore implements Core {
       devices: keys.map((k) => ({ key: k, name: this.sampler.latest(k)?.name ?? null })),
       snapshot: this.supervisor.plannerSnapshot(key),
     };
+  }
+
+  async listExecutables(): Promise<ExecutableView[]> {
+    return (await this.executables.list()).map(({ path, kind, source, version }) => ({ path, kind, source, version }));
+  }
+
+  async listLocalModels(): Promise<LocalModelList> {
+    return this.localModels.list();
   }
 
   // -------------------------------------------------------------------------------------------
@@ -558,7 +597,7 @@ class GpuShareCore implements Core {
 
   /** The device to launch a profile on: the one asked for (a device of this machine), else the
    *  profile's preferred one while present, else the one with the most free memory. */
-  private launchDevice(profile: StoredProfile, requested: string | undefined): string {
+  private launchDevice(profile: Pick<StoredProfile, 'id' | 'gpuKey'>, requested: string | undefined): string {
     const keys = this.deviceKeys();
     if (requested !== undefined && !keys.includes(requested)) throw badField('gpuKey', `no device "${requested}" (devices: ${keys.join(', ')})`);
     if (requested === undefined && profile.gpuKey !== null && !keys.includes(profile.gpuKey)) {
@@ -572,6 +611,44 @@ class GpuShareCore implements Core {
       return { key, freeBytes: fresh ? this.vramView(sample, engines, []).freeBytes : null };
     });
     return chooseLaunchDevice({ requested, preferred: profile.gpuKey, devices })?.key ?? this.gpuKey;
+  }
+
+  /** A profile made or changed over HTTP may only pick an executable found on this machine (or
+   *  added on it) and may not set loader environment; command profiles are local only. */
+  private checkRemote(current: StoredProfile | null, next: StoredProfile): void {
+    const known = new Set(this.executables.found().map((entry) => entry.path));
+    const problem = remoteProfileProblem(current, next, known);
+    if (problem !== null) throw new ApiError('FORBIDDEN', `${problem.field}: ${problem.message}; ${localOnlyHowTo(this.dataDir)}`, { field: problem.field });
+  }
+
+  /** The planner's verdict now for a model on this machine at its default context, on the device
+   *  a launch would pick; nothing is recorded (it is a look, not a plan anyone asked for). */
+  private fitNow(model: FoundModel, peak: CatalogPeak, contextSize: number): LocalModelFit {
+    const gpuKey = this.launchDevice({ id: 'on-this-machine', gpuKey: null }, undefined);
+    const spec: LaunchSpec = {
+      profileId: 'on-this-machine',
+      name: model.name,
+      kind: 'builtin',
+      capability: 'chat',
+      modelPath: model.path,
+      modelKey: peak.modelKey,
+      contextSize,
+      gpuLayers: DEFAULT_GPU_LAYERS,
+      threads: null,
+      weight: DEFAULT_WEIGHT_BY_PRIORITY.interactive,
+      priority: 'interactive',
+      pinned: false,
+      command: null,
+      args: [],
+      env: {},
+      peakBytes: peak.peakBytes,
+      peakSource: peak.peakSource,
+      ...(peak.parts === null ? {} : { peakParts: peak.parts }),
+      gpuKey,
+    };
+    const plan = this.supervisor.plan(spec);
+    const first = plan.reasons[0];
+    return { verdict: plan.verdict, gpuKey: plan.accelerator.key, contextSize, requirementBytes: plan.memory.requirementBytes, reason: first === undefined ? '' : explainReason(first) };
   }
 
   private markFailed(profileId: string, reason: string): void {

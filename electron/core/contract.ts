@@ -15,8 +15,10 @@ import type { PlacementPlan, PlannerSnapshot, Verdict } from './planner/types.js
 import type { MemoryNeeds } from './planner/memory.js';
 import type { PlannerPolicy, PressureLevel } from './planner/policy.js';
 import type { DeviceHealth, TelemetrySource } from './telemetry/types.js';
+import type { ExecutableKind } from './engines/executables.js';
+import type { ModelSource } from './models/local-models.js';
 
-export type { EngineKind, EngineState, MemoryNeeds, PlacementPlan, PressureLevel, Priority, Profile, ProfileInput, ProfilePatch, Verdict };
+export type { EngineKind, EngineState, ExecutableKind, ModelSource, MemoryNeeds, PlacementPlan, PressureLevel, Priority, Profile, ProfileInput, ProfilePatch, Verdict };
 
 export const CONTRACT_VERSION = 1;
 
@@ -265,6 +267,70 @@ export interface ModelEstimateView {
   memory: MemoryNeeds;
 }
 
+/** An engine executable on this machine: found on PATH or in a usual install place, or added by
+ *  the local user (`gpu-share executables --add`). Over HTTP a profile may name only these. */
+export interface ExecutableView {
+  path: string;
+  /** What its name says it is; null for an added one with another name. */
+  kind: ExecutableKind | null;
+  source: 'PATH' | 'usual place' | 'added';
+  /** The line of `--version` that names its version; null when it printed none (or did not
+   *  answer within a few seconds). */
+  version: string | null;
+}
+
+/** Whether a model on this machine fits its device now: the planner's verdict for it at its
+ *  default context on the device a launch would pick. */
+export interface LocalModelFit {
+  verdict: Verdict;
+  gpuKey: string;
+  contextSize: number;
+  requirementBytes: number;
+  /** The plan's first reason, in words. */
+  reason: string;
+}
+
+/** A GGUF file another tool keeps on this machine (Ollama, LM Studio, the Hugging Face cache,
+ *  llama.cpp's cache, ~/models, a folder the user added). */
+export interface LocalModelView {
+  /** The name its tool gives it (Ollama's `llama3.2:3b`, `org/repo/file` for Hugging Face). */
+  name: string;
+  source: ModelSource;
+  path: string;
+  sizeBytes: number;
+  /** From its GGUF header: llama.cpp's name of its file type (`Q4_K_M`), its trained context and
+   *  architecture; null when the header does not say (or has not been read yet). */
+  quantization: string | null;
+  trainContextSize: number | null;
+  architecture: string | null;
+  /** false until its header has been read (a long list is read over a few calls: ask again). */
+  read: boolean;
+  /** Why it cannot be used (its header is not a usable model's); null when it can. */
+  problem: string | null;
+  /** null until it has been estimated (or when it cannot be used). */
+  fit: LocalModelFit | null;
+}
+
+export interface LocalModelPlace {
+  dir: string;
+  source: ModelSource;
+  /** Whether the folder exists (a missing one means that tool keeps nothing here). */
+  found: boolean;
+  models: number;
+  problem: string | null;
+}
+
+export interface LocalModelList {
+  models: LocalModelView[];
+  places: LocalModelPlace[];
+  /** The walk stopped at its limits (depth, entries, files): some files are not listed. */
+  truncated: boolean;
+  /** Models whose header or fit is not known yet: ask again for them. */
+  pending: number;
+  /** How long this answer took. */
+  elapsedMs: number;
+}
+
 /**
  * Error codes, and what the caller does next.
  */
@@ -273,7 +339,9 @@ export type ApiErrorCode =
   | 'BAD_REQUEST'
   /** No token or a wrong one: get the token from the dashboard URL or the settings. */
   | 'UNAUTHORIZED'
-  /** Refused before any handler ran (wrong Host, not loopback): do not retry. */
+  /** Refused before any handler ran (wrong Host, not loopback), or something only the local user
+   *  may do (a command profile, an executable not found on this machine, loader environment over
+   *  HTTP): do not retry; do it on this machine (the message says how). */
   | 'FORBIDDEN'
   /** No such engine, profile or route. */
   | 'NOT_FOUND'
@@ -360,6 +428,11 @@ export interface GpuShareApi {
   estimateModel(modelPath: string, options?: EstimateOptions): Promise<ModelEstimateView>;
   setPolicy(patch: PolicyPatch): Promise<PolicyView>;
   listPlans(): Promise<PlacementPlan[]>;
+  /** The engine executables on this machine, with their versions. */
+  listExecutables(): Promise<ExecutableView[]>;
+  /** The GGUF files other tools keep on this machine, with what their headers say and whether
+   *  each fits now. */
+  listLocalModels(): Promise<LocalModelList>;
 }
 
 export type ApiMethod = Exclude<keyof GpuShareApi, 'subscribe'>;
@@ -381,6 +454,8 @@ export const API_METHODS: readonly ApiMethod[] = [
   'estimateModel',
   'setPolicy',
   'listPlans',
+  'listExecutables',
+  'listLocalModels',
 ];
 export const ipcChannel = (method: ApiMethod): string => `${IPC_INVOKE_PREFIX}${method}`;
 
@@ -404,6 +479,8 @@ export const HTTP_ROUTES: Readonly<Record<ApiMethod, HttpRoute>> = {
   estimateModel: { method: 'POST', path: '/api/estimate' },
   setPolicy: { method: 'PUT', path: '/api/policy' },
   listPlans: { method: 'GET', path: '/api/plans' },
+  listExecutables: { method: 'GET', path: '/api/executables' },
+  listLocalModels: { method: 'GET', path: '/api/local-models' },
 };
 export const HTTP_EVENTS_PATH = '/api/events';
 

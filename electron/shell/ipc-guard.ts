@@ -132,6 +132,12 @@ export function callApi(api: Omit<GpuShareApi, 'subscribe'>, method: ApiMethod, 
     case 'listPlans':
       takeArguments(method, args, 0);
       return api.listPlans();
+    case 'listExecutables':
+      takeArguments(method, args, 0);
+      return api.listExecutables();
+    case 'listLocalModels':
+      takeArguments(method, args, 0);
+      return api.listLocalModels();
   }
 }
 

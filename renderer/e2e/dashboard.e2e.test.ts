@@ -67,9 +67,13 @@ async function breakdownIn(scope: ReturnType<Page['locator']>): Promise<{ labels
   return { labels: rows.map((r) => r.label.trim()), sum: rows.reduce((sum, r) => sum + (r.bytes === null ? 0 : Number(r.bytes)), 0), requirement };
 }
 
-async function launchBurner(id: string, weight: number): Promise<void> {
-  const profile = { id, name: id, capabilities: [id], engineKind: 'command', command: process.execPath, args: [BURN_ENGINE, '--mode', 'unaware', '--duration-s', '120'], contextSize: 256, priority: 'background', weight };
-  expect((await call(server(), 'POST', '/api/profiles', profile)).status).toBe(201);
+/** The burners' profiles: command profiles are the local user's to make (over HTTP they are
+ *  refused), so they are written before serve starts. */
+const BURNERS: readonly (readonly [string, number])[] = [['burner-a', 2], ['burner-b', 1], ['burner-c', 1], ['burner-d', 1]];
+const burnerProfile = ([id, weight]: readonly [string, number]): object => ({ id, name: id, capabilities: [id], engineKind: 'command', command: process.execPath, args: [BURN_ENGINE, '--mode', 'unaware', '--duration-s', '120'], contextSize: 256, priority: 'background', weight });
+
+/** Launches one of BURNERS (with its weight there). */
+async function launchBurner(id: string): Promise<void> {
   const launched = await call<LaunchOutcome>(server(), 'POST', '/api/engines', { profileId: id });
   expect(launched.status, JSON.stringify(launched.body)).toBe(202);
   expect(launched.body.engine).not.toBeNull();
@@ -88,7 +92,7 @@ describe.skipIf(missing.length > 0)(`dashboard in Chromium against gpu-share ser
     writeGguf(join(dir, 'tiny.gguf'), TINY_GGUF_SPEC);
     const sim = join(dir, 'sim.json');
     writeFileSync(sim, JSON.stringify({ devices: [{ key: KEY, name: 'Sim 24GB', totalBytes: 24 * GiB, usedBytes: 1 * GiB, processes: null, health: 'OK', utilizationPct: 35, temperatureC: 52, powerW: 120 }] }));
-    served = await startServe({ dataDir: join(dir, 'data'), sim });
+    served = await startServe({ dataDir: join(dir, 'data'), sim, profiles: BURNERS.map(burnerProfile) });
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       // No sandbox (CI runs as root); nothing that reaches for the network on its own.
@@ -232,8 +236,8 @@ describe.skipIf(missing.length > 0)(`dashboard in Chromium against gpu-share ser
   }, 30_000);
 
   it('draws on the timeline the windows /api/state schedules, at a usable frame rate', async () => {
-    await launchBurner('burner-a', 2);
-    await launchBurner('burner-b', 1);
+    await launchBurner('burner-a');
+    await launchBurner('burner-b');
     const scheduled = await until(
       async () => {
         const d = await device();
@@ -319,8 +323,8 @@ describe.skipIf(missing.length > 0)(`dashboard in Chromium against gpu-share ser
   }, 30_000);
 
   it('keeps the timeline at 50 fps or more with 4 peers', async () => {
-    await launchBurner('burner-c', 1);
-    await launchBurner('burner-d', 1);
+    await launchBurner('burner-c');
+    await launchBurner('burner-d');
     await until(async () => ((await device()).schedule?.windows.length === 4 ? true : undefined), 15_000, 'four active peers in the schedule');
     await page.getByTestId('nav-timeline').click();
     const canvas = page.getByTestId('timeline-canvas');

@@ -62,7 +62,11 @@ export async function runSoak(options: { minutes: number; seed: number; workers?
   writeFileSync(sim, JSON.stringify({ devices: [{ key, name: 'Soak sim', totalBytes: GiB + 420 * MiB, usedBytes: 0, processes: null, health: 'OK' }] }));
   const dataDir = join(dir, 'data');
   mkdirSync(dataDir);
-  const served: Served = await startServe({ dataDir, sim });
+  // The crasher is a command profile, the local user's to make: written before serve starts.
+  const crasher = join(dir, 'crasher.mjs');
+  writeFileSync(crasher, 'setTimeout(() => process.exit(3), 400);\n');
+  const crasherProfile = { id: 'crasher', name: 'crasher', capabilities: ['crasher'], engineKind: 'command', command: process.execPath, args: [crasher, '--port', '9'], contextSize: 512, priority: 'lab' as const };
+  const served: Served = await startServe({ dataDir, sim, profiles: [crasherProfile] });
   const result: SoakResult = { minutes: options.minutes, seed: options.seed, operations: 0, byOperation: {}, ok: 0, capacity: 0, conflicts: 0, internalErrors: 0, errorSamples: [], tokensStreamed: 0, leaked: { engines: 0, leaseBytes: 0, peers: 0, processes: 0 } };
   const pids = new Set<number>();
   const internal = (what: string): void => {
@@ -85,14 +89,9 @@ export async function runSoak(options: { minutes: number; seed: number; workers?
     // REJECT_HEALTH, then the gateway skips it), and an engine that crashes 0.4 s after it starts.
     const doomed = join(dir, 'doomed.gguf');
     copyFileSync(model, doomed);
-    const crasher = join(dir, 'crasher.mjs');
-    writeFileSync(crasher, 'setTimeout(() => process.exit(3), 400);\n');
-    const broken = [
-      { id: 'broken', name: 'broken', capabilities: ['broken'], engineKind: 'builtin', modelPath: doomed, contextSize: 512, threads: 1, priority: 'background' as const },
-      { id: 'crasher', name: 'crasher', capabilities: ['crasher'], engineKind: 'command', command: process.execPath, args: [crasher, '--port', '9'], contextSize: 512, priority: 'lab' as const },
-    ];
-    const profiles = [...working, ...broken];
-    for (const p of profiles) {
+    const broken = [{ id: 'broken', name: 'broken', capabilities: ['broken'], engineKind: 'builtin', modelPath: doomed, contextSize: 512, threads: 1, priority: 'background' as const }];
+    const profiles = [...working, ...broken, crasherProfile];
+    for (const p of [...working, ...broken]) {
       const answer = await call(served, 'POST', '/api/profiles', p);
       judge('profile', answer.status, answer.body);
     }

@@ -51,7 +51,9 @@ beforeAll(async () => {
       ],
     }),
   );
-  served = await startServe({ dataDir: join(dir, 'data'), sim });
+  // A command profile is the local user's to make (never over HTTP): written before serve starts.
+  const burner = { id: 'burner', name: 'burner', capabilities: ['burn'], engineKind: 'command', command: process.execPath, args: [BURN_ENGINE, '--mode', 'unaware', '--duration-s', '60'], contextSize: 256, priority: 'background', gpuKey: KEY_B };
+  served = await startServe({ dataDir: join(dir, 'data'), sim, profiles: [burner] });
   const tiny = { id: 'tiny', name: 'tiny', capabilities: ['chat'], engineKind: 'builtin', modelPath: join(dir, 'tiny.gguf'), contextSize: 256, threads: 1, priority: 'interactive' };
   expect((await call(served, 'POST', '/api/profiles', tiny)).status).toBe(201);
 }, 30_000);
@@ -112,8 +114,6 @@ describe('a device per engine', () => {
   }, 60_000);
 
   it('runs a command engine under the process gate pinned the same way: the engine itself, not only its pacer', async () => {
-    const burner = { id: 'burner', name: 'burner', capabilities: ['burn'], engineKind: 'command', command: process.execPath, args: [BURN_ENGINE, '--mode', 'unaware', '--duration-s', '60'], contextSize: 256, priority: 'background', gpuKey: KEY_B };
-    expect((await call(served, 'POST', '/api/profiles', burner)).status).toBe(201);
     // No device asked for: the profile's preferred one.
     const launched = await call<LaunchOutcome>(served, 'POST', '/api/engines', { profileId: 'burner' });
     expect(launched.status, JSON.stringify(launched.body)).toBe(202);

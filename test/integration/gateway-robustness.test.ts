@@ -74,7 +74,9 @@ beforeAll(async () => {
   writeGguf(small, { embedding: 512, layers: 6, contextLength: 1024, feedForward: 1024, heads: 8, vocab: 1024, type: 'q8_0', seed: 7 });
   sim = join(dir, 'sim.json');
   writeFileSync(sim, JSON.stringify({ devices: [{ key: KEY, name: 'Sim 24GB', totalBytes: 24 * GiB, usedBytes: 1 * GiB, processes: null, health: 'OK' }] }));
-  served = await startServe({ dataDir: join(dir, 'data'), sim });
+  // What only the local user may make: a command profile, and a llama-server stand-in (written
+  // by the test that uses it) as an executable a profile may name over HTTP.
+  served = await startServe({ dataDir: join(dir, 'data'), sim, profiles: [profile('sleeper', 'x', null, { engineKind: 'command', command: '/bin/sleep', args: ['40'] })], executables: [join(dir, 'llama-server')] });
 }, 30_000);
 
 afterAll(async () => {
@@ -105,7 +107,7 @@ describe('model files', () => {
       expect(added.body.error.message).toMatch(why);
       expect(added.body.error.message).not.toContain('root:x');
     }
-    expect((await call<unknown[]>(served, 'GET', '/api/profiles')).body).toEqual([]);
+    expect((await call<{ id: string }[]>(served, 'GET', '/api/profiles')).body.map((p) => p.id)).toEqual(['sleeper']);
     expect((await call(served, 'POST', '/api/profiles', profile('editable', 'edit', tiny))).status).toBe(201);
     const edited = await call<ErrorBody>(served, 'PUT', '/api/profiles/editable', { modelPath: partial });
     expect(edited.status).toBe(400);
@@ -238,7 +240,6 @@ describe('the gateway', () => {
   }, 90_000);
 
   it('does not route to a command profile that declares no port: 503 at once, nothing started', async () => {
-    expect((await call(served, 'POST', '/api/profiles', profile('sleeper', 'x', null, { engineKind: 'command', command: '/bin/sleep', args: ['40'] }))).status).toBe(201);
     const started = Date.now();
     const answers = await Promise.all([chat('x'), chat('x')]);
     expect(answers.map((a) => a.status)).toEqual([503, 503]);

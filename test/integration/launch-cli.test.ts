@@ -97,9 +97,8 @@ describe('gpu-share launch', () => {
 
   it('lists the engines of a running serve for the same data folder, and none once it stops', async () => {
     const serveData = join(dir, 'serve-data');
-    const served = await startServe({ dataDir: serveData, sim });
+    const served = await startServe({ dataDir: serveData, sim, profiles: [{ id: 'served-burner', name: 'served-burner', capabilities: ['burn'], engineKind: 'command', command: process.execPath, args: [BURN_ENGINE, '--mode', 'unaware', '--duration-s', '30'], contextSize: 256, priority: 'background' }] });
     try {
-      await call(served, 'POST', '/api/profiles', { id: 'served-burner', name: 'served-burner', capabilities: ['burn'], engineKind: 'command', command: process.execPath, args: [BURN_ENGINE, '--mode', 'unaware', '--duration-s', '30'], contextSize: 256, priority: 'background' });
       expect((await call(served, 'POST', '/api/engines', { profileId: 'served-burner' })).status).toBe(202);
       const listed = await until(() => {
         const engines = (JSON.parse(cli(['engines', '--data-dir', serveData, '--json']).stdout) as { engines: { name: string; kind: string; supervisorPid: number }[] }).engines;

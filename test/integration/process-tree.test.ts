@@ -256,9 +256,9 @@ describe.skipIf(process.platform !== 'linux')('process trees under a supervisor'
   });
 
   it('nothing of an engine’s tree is left 5 s after `gpu-share serve` is SIGKILLed', async () => {
-    const served: Served = await startServe({ dataDir: join(dir, 'serve-data'), sim });
+    // A command profile is the local user's to make: written before serve starts.
+    const served: Served = await startServe({ dataDir: join(dir, 'serve-data'), sim, profiles: [profile('served')] });
     children.push(served.child);
-    expect((await call(served, 'POST', '/api/profiles', profile('served'))).status).toBe(201);
     expect((await call(served, 'POST', '/api/engines', { profileId: 'served' })).status).toBe(202);
     const tree = await treeBelow(served.child.pid ?? 0, 7);
     served.child.kill('SIGKILL');

@@ -25,7 +25,8 @@ beforeAll(async () => {
   writeGguf(join(dir, 'tiny.gguf'), TINY_GGUF_SPEC);
   const sim = join(dir, 'sim.json');
   writeFileSync(sim, JSON.stringify({ devices: [{ key: KEY, name: 'Sim 24GB', totalBytes: 24 * GiB, usedBytes: 1 * GiB, processes: null, health: 'OK' }] }));
-  served = await startServe({ dataDir: join(dir, 'data'), sim });
+  // A command profile is the local user's to make (never over HTTP): written before serve starts.
+  served = await startServe({ dataDir: join(dir, 'data'), sim, profiles: [{ id: 'burner', name: 'burner', capabilities: ['burn'], engineKind: 'command', command: process.execPath, args: [BURN_ENGINE, '--mode', 'unaware', '--duration-s', '60'], contextSize: 256, priority: 'background' }] });
 }, 30_000);
 
 afterAll(async () => {
@@ -239,7 +240,6 @@ describe('profiles, engines, weights, plans', () => {
   }, 60_000);
 
   it('kills an engine: the supervisor frees its slot at once (the row leaves within 1 s, nothing ages out)', async () => {
-    await call(served, 'POST', '/api/profiles', { id: 'burner', name: 'burner', capabilities: ['burn'], engineKind: 'command', command: process.execPath, args: [BURN_ENGINE, '--mode', 'unaware', '--duration-s', '60'], contextSize: 256, priority: 'background' });
     const events = await openEvents(served);
     try {
       const launched = await call<LaunchOutcome>(served, 'POST', '/api/engines', { profileId: 'burner' });

@@ -43,7 +43,8 @@ beforeAll(async () => {
   // What earlier crashes left: conf's and the envelopes' temporary files, one holding a token.
   writeFileSync(join(dataDir, 'settings.json.tmp-1796400000abc123'), JSON.stringify(settings));
   writeFileSync(join(dataDir, 'envelopes.json.4242.tmp'), '{}');
-  served = await startServe({ dataDir, sim });
+  // Command profiles are the local user's to make (never over HTTP): written before serve starts.
+  served = await startServe({ dataDir, sim, profiles: (['finishes', 'fails'] as const).map((id) => ({ id, name: id, capabilities: [id], engineKind: 'command', command: id === 'finishes' ? '/bin/true' : '/bin/false', contextSize: 256, priority: 'lab' })) });
 }, 30_000);
 
 afterAll(async () => {
@@ -164,8 +165,7 @@ describe('serve', () => {
 
 describe('engines that end by themselves', () => {
   it('one that exits 0 has "exited", one that exits 1 "crashed"', async () => {
-    for (const [id, command, expected] of [['finishes', '/bin/true', 'exited'], ['fails', '/bin/false', 'crashed']] as const) {
-      expect((await call(served, 'POST', '/api/profiles', { id, name: id, capabilities: [id], engineKind: 'command', command, contextSize: 256, priority: 'lab' })).status).toBe(201);
+    for (const [id, expected] of [['finishes', 'exited'], ['fails', 'crashed']] as const) {
       const launched = await call<LaunchOutcome>(served, 'POST', '/api/engines', { profileId: id });
       const engineId = launched.body.engine?.id ?? '';
       const ended = await until(async () => (await state(served)).engines.find((e) => e.id === engineId && e.state !== 'loading' && e.state !== 'running'), 15_000, `${id} to end`);

@@ -97,10 +97,12 @@ describe('the Vulkan device lister against a fake loader', () => {
 /** A command engine that writes its environment to `file` and stays up. */
 const ENV_WRITER = "require('node:fs').writeFileSync(process.argv[1], JSON.stringify(process.env)); setInterval(() => {}, 1000);";
 
+/** Its profile: a command profile is the local user's to make, so it is written before serve
+ *  starts (over HTTP it would be refused). */
+const envWriter = (id: string): object => ({ id, name: id, capabilities: ['env'], engineKind: 'command', command: process.execPath, args: ['-e', ENV_WRITER, join(dir, `${id}.env.json`)], contextSize: 256, priority: 'background' });
+
 async function launchEnvWriter(served: Served, id: string, gpuKey: string): Promise<{ env: Record<string, string>; engineId: string }> {
   const file = join(dir, `${id}.env.json`);
-  const profile = { id, name: id, capabilities: ['env'], engineKind: 'command', command: process.execPath, args: ['-e', ENV_WRITER, file], contextSize: 256, priority: 'background' };
-  expect((await call(served, 'POST', '/api/profiles', profile)).status).toBe(201);
   const launched = await call<LaunchOutcome>(served, 'POST', '/api/engines', { profileId: id, gpuKey });
   expect(launched.status, JSON.stringify(launched.body)).toBe(202);
   const engineId = launched.body.engine?.id ?? '';
@@ -116,7 +118,7 @@ describe('serve pins each engine to its GPU\'s index in Vulkan\'s order', () => 
       { name: GPU_NAME, vendorId: 0x10de, deviceType: 2, pci: '0000:02:00.0', uuid: 'ffffffffffffffffffffffffffffff02' },
       { name: GPU_NAME, vendorId: 0x10de, deviceType: 2, pci: '0000:01:00.0', uuid: 'ffffffffffffffffffffffffffffff01' },
     ]);
-    const served = await startServe({ dataDir: join(dir, 'data-bus'), env: { ...nvmlEnv, GPU_SHARE_VULKAN_LIB: vulkanLib, FAKE_VULKAN_DEVICES: file } });
+    const served = await startServe({ dataDir: join(dir, 'data-bus'), profiles: [envWriter('env-a'), envWriter('env-b')], env: { ...nvmlEnv, GPU_SHARE_VULKAN_LIB: vulkanLib, FAKE_VULKAN_DEVICES: file } });
     try {
       const onA = await launchEnvWriter(served, 'env-a', UUIDS[0]);
       expect(onA.env['CUDA_VISIBLE_DEVICES']).toBe(UUIDS[0]);
@@ -155,7 +157,7 @@ describe('serve pins each engine to its GPU\'s index in Vulkan\'s order', () => 
       { name: GPU_NAME, vendorId: 0x10de, deviceType: 2, pci: '0000:02:00.0', uuid: vulkanUuidOf(UUIDS[1]) },
       { name: GPU_NAME, vendorId: 0x10de, deviceType: 2, pci: '0000:01:00.0', uuid: vulkanUuidOf(UUIDS[0]) },
     ]);
-    const served = await startServe({ dataDir: join(dir, 'data-uuid'), env: { ...nvmlEnv, GPU_SHARE_VULKAN_LIB: vulkanLib, FAKE_VULKAN_DEVICES: file } });
+    const served = await startServe({ dataDir: join(dir, 'data-uuid'), profiles: [envWriter('uuid-a')], env: { ...nvmlEnv, GPU_SHARE_VULKAN_LIB: vulkanLib, FAKE_VULKAN_DEVICES: file } });
     try {
       const onA = await launchEnvWriter(served, 'uuid-a', UUIDS[0]);
       expect(onA.env['GGML_VK_VISIBLE_DEVICES']).toBe('1');
@@ -167,7 +169,7 @@ describe('serve pins each engine to its GPU\'s index in Vulkan\'s order', () => 
   }, 90_000);
 
   it('without a Vulkan loader: CUDA pinned, Vulkan not, and the log says why', async () => {
-    const served = await startServe({ dataDir: join(dir, 'data-none'), env: { ...nvmlEnv, GPU_SHARE_VULKAN_LIB: join(dir, 'missing', 'libvulkan.so.1') } });
+    const served = await startServe({ dataDir: join(dir, 'data-none'), profiles: [envWriter('none-b')], env: { ...nvmlEnv, GPU_SHARE_VULKAN_LIB: join(dir, 'missing', 'libvulkan.so.1') } });
     try {
       const onB = await launchEnvWriter(served, 'none-b', UUIDS[1]);
       expect(onB.env['CUDA_VISIBLE_DEVICES']).toBe(UUIDS[1]);

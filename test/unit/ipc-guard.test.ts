@@ -31,6 +31,8 @@ function recordingApi(calls: { method: string; args: unknown[] }[], verdict: Ver
     estimateModel: record('estimateModel', null as never),
     setPolicy: record('setPolicy', null as never),
     listPlans: record('listPlans', []),
+    listExecutables: record('listExecutables', []),
+    listLocalModels: record('listLocalModels', null as never),
   };
 }
 
@@ -48,6 +50,8 @@ const VALID_ARGS: Record<ApiMethod, unknown[]> = {
   estimateModel: ['/models/coder.gguf'],
   setPolicy: [{ labPaused: true }],
   listPlans: [],
+  listExecutables: [],
+  listLocalModels: [],
 };
 
 async function refusal(run: () => Promise<unknown>): Promise<ApiErrorBody['error']> {

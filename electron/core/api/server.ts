@@ -183,8 +183,9 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
         json(ctx, await core.setWeight(engineId, parseInput(WEIGHT_REQUEST, await body(ctx)).weight));
       },
       listProfiles: async (ctx) => json(ctx, await core.listProfiles()),
-      createProfile: async (ctx) => json(ctx, await core.createProfile(parseInput(OBJECT_BODY, await body(ctx)) as ProfileInput), 201),
-      updateProfile: async (ctx, id) => json(ctx, await core.updateProfile(parseInput(PROFILE_ID, id, 'id'), parseInput(OBJECT_BODY, await body(ctx)) as ProfilePatch)),
+      // Over HTTP a profile may not choose what runs: only the local user may (IPC, profiles.json).
+      createProfile: async (ctx) => json(ctx, await core.createProfile(parseInput(OBJECT_BODY, await body(ctx)) as ProfileInput, 'remote'), 201),
+      updateProfile: async (ctx, id) => json(ctx, await core.updateProfile(parseInput(PROFILE_ID, id, 'id'), parseInput(OBJECT_BODY, await body(ctx)) as ProfilePatch, 'remote')),
       deleteProfile: async (ctx, id) => {
         await core.deleteProfile(parseInput(PROFILE_ID, id, 'id'));
         ctx.res.writeHead(204).end();
@@ -194,6 +195,8 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
         json(ctx, await core.estimateModel(modelPath, options));
       },
       setPolicy: async (ctx) => json(ctx, await core.setPolicy(parseInput(POLICY_PATCH, await body(ctx)))),
+      listExecutables: async (ctx) => json(ctx, await core.listExecutables()),
+      listLocalModels: async (ctx) => json(ctx, await core.listLocalModels()),
     };
     return API_METHODS.map((method) => {
       const route = HTTP_ROUTES[method];

@@ -6,6 +6,7 @@ import type { EnvelopeStore } from '../planner/envelopes.js';
 import type { PeakParts } from '../planner/memory.js';
 import { ModelFileError, modelPeak, type Estimator } from '../planner/estimate.js';
 import { MiB, type Priority } from '../planner/policy.js';
+import { checkEngineExecutable } from './executables.js';
 import { effectiveWeight, type Profile } from './profiles.js';
 import type { LaunchSpec } from './supervisor.js';
 
@@ -25,6 +26,19 @@ export interface SpecOverrides {
   estimator?: Estimator | undefined;
 }
 
+/** The executable each kind runs when its profile names none (found on PATH then). */
+export const DEFAULT_EXECUTABLE: Readonly<Record<Exclude<Profile['engineKind'], 'builtin' | 'command'>, string>> = { 'llama-server': 'llama-server', llamafile: 'llamafile', 'opencoti-llamafile': 'llamafile' };
+
+/** Whether the executable a profile runs exists and may be run (PATH as the engine will see it:
+ *  the profile's own PATH when it sets one); null for the built-in engine and for one that may. */
+export function engineExecutableProblem(profile: Pick<Profile, 'engineKind' | 'command' | 'env'>, env: NodeJS.ProcessEnv = process.env): ReturnType<typeof checkEngineExecutable> {
+  if (profile.engineKind === 'builtin') return null;
+  const command = profile.command ?? (profile.engineKind === 'command' ? null : DEFAULT_EXECUTABLE[profile.engineKind]);
+  if (command === null) return null; // the schema requires one; commandFor says so
+  const path = profile.env['PATH'];
+  return checkEngineExecutable(command, path === undefined ? env : { ...env, PATH: path });
+}
+
 export async function launchSpecFor(profile: Profile, envelopes: EnvelopeStore, overrides: SpecOverrides = {}): Promise<LaunchSpec> {
   const contextSize = overrides.contextSize ?? profile.contextSize;
   let peak: Pick<LaunchSpec, 'modelKey' | 'peakBytes' | 'peakSource' | 'modelProblem' | 'trainContextSize'> & { parts?: PeakParts | null };
@@ -40,8 +54,10 @@ export async function launchSpecFor(profile: Profile, envelopes: EnvelopeStore, 
       peak = { modelKey, peakBytes: Math.max(1, error.problem.fileBytes ?? 1), peakSource: 'ESTIMATED', modelProblem: error.problem };
     }
   }
+  const executableProblem = engineExecutableProblem(profile);
   return {
     ...(peak.modelProblem === undefined ? {} : { modelProblem: peak.modelProblem }),
+    ...(executableProblem === null ? {} : { executableProblem }),
     profileId: profile.id,
     name: profile.name,
     kind: profile.engineKind,

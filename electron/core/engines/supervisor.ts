@@ -21,6 +21,7 @@ import type { EnvelopeStore } from '../planner/envelopes.js';
 import type { PeakParts } from '../planner/memory.js';
 import type { ManagedResident, PlacementPlan, PlannerSnapshot, PlanRequest } from '../planner/types.js';
 import type { ModelProblem } from '../planner/model-file.js';
+import type { ExecutableProblem } from '../planner/types.js';
 import type { DeviceSnapshot } from '../planner/snapshot.js';
 import { formatControl } from './control-protocol.js';
 import { parseHostLine } from './host-protocol.js';
@@ -64,6 +65,8 @@ export interface LaunchSpec {
   idleUnloadMinutes?: number | null;
   /** The model file cannot be loaded: the plan is REJECT_HEALTH and nothing starts. */
   modelProblem?: ModelProblem;
+  /** The engine's executable is missing or cannot run: REJECT_HEALTH, nothing starts. */
+  executableProblem?: ExecutableProblem;
   /** Start it again after a crash, up to `maxRestarts` times, waiting backoff, 2·backoff, … */
   restart?: { maxRestarts: number; backoffMs: number } | null;
   /** The device it runs on: planned against, pinned to, its registry joined. Absent: the
@@ -374,6 +377,7 @@ export class Supervisor {
       ...(spec.peakParts === undefined ? {} : { peakParts: spec.peakParts }),
       weight: spec.weight,
       ...(spec.modelProblem === undefined ? {} : { modelProblem: spec.modelProblem }),
+      ...(spec.executableProblem === undefined ? {} : { executableProblem: spec.executableProblem }),
     };
     return planPlacement(request, this.plannerSnapshot(gpuKey), this.deps.policy);
   }

@@ -2,7 +2,7 @@
  *  breakdown, verdict, reasons. Pure. */
 import { describeModelProblem } from './model-problem.js';
 import type { MemoryNeeds } from './memory.js';
-import type { Elsewhere, PlacementPlan, Reason } from './types.js';
+import type { Elsewhere, ExecutableProblemCode, PlacementPlan, Reason } from './types.js';
 
 export function formatBytes(bytes: number): string {
   const sign = bytes < 0 ? '−' : '';
@@ -81,6 +81,8 @@ export function explainReason(reason: Reason): string {
     case 'MODEL_TRUNCATED':
     case 'MODEL_MALFORMED':
       return `${reason.code}: the model file is ${describeModelProblem({ code: reason.code, fileBytes: reason.fileBytes, neededBytes: reason.neededBytes })}`;
+    case 'ENGINE_EXECUTABLE_MISSING':
+      return `ENGINE_EXECUTABLE_MISSING: the engine's executable ${reason.executable ?? '—'} ${describeExecutableProblem(reason.executableProblem)}`;
     case 'DRAINING':
       return 'DRAINING: GPU Share is draining this device; nothing new is placed';
     case 'LAB_PAUSED':
@@ -89,6 +91,22 @@ export function explainReason(reason: Reason): string {
       return `CAPABILITY_NOT_ALLOWED: "${reason.capability ?? ''}" is not an allowed capability`;
     case 'CONTEXT_ABOVE_TRAINED':
       return `CONTEXT_ABOVE_TRAINED (warning): a context of ${reason.contextSize ?? '—'} tokens is above the ${reason.trainContextSize ?? '—'} the model was trained for; it is planned as asked, but the model may answer poorly past its trained context`;
+  }
+}
+
+/** Why an executable cannot run, in words. */
+export function describeExecutableProblem(problem: ExecutableProblemCode | undefined): string {
+  switch (problem) {
+    case 'NOT_ON_PATH':
+      return 'is not on PATH: install it, or pick its path in the profile';
+    case 'MISSING':
+      return 'does not exist: install it, or pick another in the profile';
+    case 'NOT_A_FILE':
+      return 'is not a regular file: pick the executable itself in the profile';
+    case 'NOT_EXECUTABLE':
+      return 'cannot be run by this user (not executable): fix its permissions or pick another';
+    case undefined:
+      return 'cannot be run';
   }
 }
 

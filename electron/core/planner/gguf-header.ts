@@ -50,6 +50,8 @@ export interface GgufHeaderFacts {
   architecture: string | null;
   /** `<architecture>.context_length`, when it is a positive integer. */
   trainContextSize: number | null;
+  /** `general.file_type` (llama.cpp's LLAMA_FTYPE: the quantization), when it is an integer. */
+  fileType: number | null;
   alignment: number;
   /** Where the header ends and (after alignment) where the tensor data starts. */
   headerBytes: number;
@@ -219,6 +221,7 @@ async function readHeader(source: ByteSource): Promise<GgufHeaderResult> {
   cursor.need(tensorCount * BigInt(MIN_TENSOR_INFO_BYTES) + kvCount * BigInt(MIN_KV_BYTES), `${tensorCount} tensor infos and ${kvCount} key/value pairs`);
   let architecture: string | null = null;
   let alignment = 32;
+  let fileType: number | null = null;
   const contextLengths = new Map<string, number>();
   for (let i = 0n; i < kvCount; i++) {
     const keyLength = await cursor.stringLength(`key ${i}`);
@@ -249,9 +252,10 @@ async function readHeader(source: ByteSource): Promise<GgufHeaderResult> {
       else cursor.skip(BigInt(length), `the value of key ${i}`);
       continue;
     }
-    if (key === 'general.alignment' || (key.endsWith('.context_length') && contextLengths.size < MAX_CONTEXT_KEYS)) {
+    if (key === 'general.alignment' || key === 'general.file_type' || (key.endsWith('.context_length') && contextLengths.size < MAX_CONTEXT_KEYS)) {
       const value = await cursor.integer(type, `the value of key ${i}`);
-      if (key === 'general.alignment') {
+      if (key === 'general.file_type') fileType = value;
+      else if (key === 'general.alignment') {
         // ggml: a power of two; 0 or anything else is refused by llama.cpp too.
         if (value === null || value === 0 || (value & (value - 1)) !== 0 || value > 1 << 30) throw new HeaderError({ kind: 'malformed', detail: `general.alignment is ${String(value)}, not a power of two` });
         alignment = value;
@@ -288,5 +292,5 @@ async function readHeader(source: ByteSource): Promise<GgufHeaderResult> {
   const headerBytes = cursor.pos;
   const dataStartBytes = Math.ceil(headerBytes / alignment) * alignment;
   const trainContextSize = architecture === null ? null : (contextLengths.get(`${architecture}.context_length`) ?? null);
-  return { ok: true, facts: { version, tensorCount: Number(tensorCount), kvCount: Number(kvCount), architecture, trainContextSize, alignment, headerBytes, dataStartBytes }, tensors };
+  return { ok: true, facts: { version, tensorCount: Number(tensorCount), kvCount: Number(kvCount), architecture, trainContextSize, fileType, alignment, headerBytes, dataStartBytes }, tensors };
 }

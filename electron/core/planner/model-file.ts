@@ -23,6 +23,8 @@ export interface ModelFileFacts {
   architecture: string;
   /** `<arch>.context_length`, the context it was trained with; null when the file does not say. */
   trainContextSize: number | null;
+  /** `general.file_type`, llama.cpp's llama_ftype (15 = Q4_K_M); null when the file does not say. */
+  fileType: number | null;
 }
 
 export type ModelFileCheck = { ok: true; facts: ModelFileFacts } | { ok: false; problem: ModelProblem; detail?: string };
@@ -100,13 +102,13 @@ export async function inspectModelFile(path: string): Promise<ModelFileCheck> {
       const code = kind === 'not-gguf' ? 'MODEL_NOT_GGUF' : kind === 'truncated' ? 'MODEL_TRUNCATED' : 'MODEL_MALFORMED';
       return { ok: false, problem: { code, fileBytes, ...(neededBytes === undefined ? {} : { neededBytes }) }, detail };
     }
-    const { architecture, trainContextSize, dataStartBytes } = header.facts;
+    const { architecture, trainContextSize, fileType, dataStartBytes } = header.facts;
     if (architecture === null || header.tensors.length === 0) return { ok: false, problem: { code: 'MODEL_TRUNCATED', fileBytes }, detail: architecture === null ? 'it names no general.architecture' : 'it has no tensors' };
     let end = 0;
     // Split models: each part is its own file, whose tensor offsets are its own.
     for (const tensor of header.tensors) end = Math.max(end, dataStartBytes + tensor.offset + tensorDataBytes(tensor.ggmlType, tensor.dimensions));
     if (end > fileBytes) return { ok: false, problem: { code: 'MODEL_TRUNCATED', fileBytes, neededBytes: end }, detail: 'its tensor data runs past the end of the file' };
-    return { ok: true, facts: { fileBytes, tensorDataEndBytes: end, architecture, trainContextSize } };
+    return { ok: true, facts: { fileBytes, tensorDataEndBytes: end, architecture, trainContextSize, fileType: fileType !== null && Number.isSafeInteger(fileType) ? fileType : null } };
   } finally {
     await handle.close();
   }

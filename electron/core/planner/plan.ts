@@ -236,6 +236,10 @@ function decide(request: PlanRequest, snapshot: PlannerSnapshot, policy: Planner
   }
   if (device !== null && device.health === 'FAILED') return only('REJECT_HEALTH', { code: 'DEVICE_FAILED', health: device.health });
   if (request.modelProblem !== undefined) return only('REJECT_HEALTH', { ...request.modelProblem });
+  if (request.executableProblem !== undefined) {
+    const { executable, problem } = request.executableProblem;
+    return only('REJECT_HEALTH', { code: 'ENGINE_EXECUTABLE_MISSING', executable, executableProblem: problem });
+  }
   if (acc.attribution === 'UNKNOWN') {
     // A telemetry gap is no fact about the model: it waits (QUEUE) and is planned again when
     // figures return, never rejected for a device of 0 bytes.
@@ -345,6 +349,7 @@ function fingerprintPlan(request: PlanRequest, snapshot: PlannerSnapshot, policy
   if (r.trainContextSize !== undefined && r.trainContextSize !== null) f.num(r.trainContextSize);
   // Only when present, so that the fingerprints of plans for usable models stay as they were.
   if (r.modelProblem !== undefined) f.str(r.modelProblem.code).num(r.modelProblem.fileBytes).num(r.modelProblem.neededBytes);
+  if (r.executableProblem !== undefined) f.str(r.executableProblem.code).str(r.executableProblem.executable).str(r.executableProblem.problem);
   f.str(snapshot.node).str(snapshot.accelerator.key).str(snapshot.accelerator.name).num(snapshot.queueDepth).str(snapshot.pressure);
   const c = snapshot.controls;
   f.bool(c.draining).bool(c.labPaused);

@@ -54,6 +54,9 @@ export type ReasonCode =
   | 'DEVICE_FAILED'
   /** The model file cannot be loaded (REJECT_HEALTH): fix or replace the file. */
   | ModelProblemCode
+  /** The engine's executable is missing or cannot be run (REJECT_HEALTH): install it, or pick
+   *  another in the profile. */
+  | 'ENGINE_EXECUTABLE_MISSING'
   | 'DRAINING'
   | 'LAB_PAUSED'
   | 'CAPABILITY_NOT_ALLOWED'
@@ -92,6 +95,19 @@ export interface Reason {
   health?: DeviceHealth;
   fileBytes?: number;
   neededBytes?: number;
+  /** ENGINE_EXECUTABLE_MISSING: the executable (its path, or the name not found on PATH) and why. */
+  executable?: string;
+  executableProblem?: ExecutableProblemCode;
+}
+
+/** Why an engine's executable cannot be run: not found on PATH, no such file, not a regular file,
+ *  or not executable by this user. */
+export type ExecutableProblemCode = 'NOT_ON_PATH' | 'MISSING' | 'NOT_A_FILE' | 'NOT_EXECUTABLE';
+
+export interface ExecutableProblem {
+  code: 'ENGINE_EXECUTABLE_MISSING';
+  executable: string;
+  problem: ExecutableProblemCode;
 }
 
 export interface PlanRequest {
@@ -121,6 +137,9 @@ export interface PlanRequest {
   weight: number;
   /** Set when the model file cannot be loaded at all: the plan is REJECT_HEALTH with its code. */
   modelProblem?: ModelProblem;
+  /** Set when the engine's executable is missing or cannot be run: REJECT_HEALTH,
+   *  ENGINE_EXECUTABLE_MISSING naming it. */
+  executableProblem?: ExecutableProblem;
 }
 
 export interface DeviceState {

@@ -20,6 +20,8 @@ import {
   type LaunchOutcome,
   type LaunchRequest,
   type EstimateOptions,
+  type ExecutableView,
+  type LocalModelList,
   type ModelEstimateView,
   type PlacementPlan,
   type PolicyPatch,
@@ -171,6 +173,12 @@ export class HttpBridge implements GpuShareApi {
   }
   listPlans(): Promise<PlacementPlan[]> {
     return this.call('listPlans');
+  }
+  listExecutables(): Promise<ExecutableView[]> {
+    return this.call('listExecutables');
+  }
+  listLocalModels(): Promise<LocalModelList> {
+    return this.call('listLocalModels');
   }
 
   // --- events --------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ export function verdictChip(verdict: Verdict): VerdictChip {
     case 'REJECT_CAPACITY':
       return { label: 'does not fit', tone: 'bad', meaning: 'It cannot fit on this device as it is: free memory first.' };
     case 'REJECT_HEALTH':
-      return { label: 'device failed', tone: 'bad', meaning: 'The device has failed: nothing is placed on it.' };
+      return { label: 'cannot run', tone: 'bad', meaning: 'The device has failed, or the model file or the engine\'s executable cannot be used: the reason says which.' };
     case 'REJECT_POLICY':
       return { label: 'not allowed', tone: 'bad', meaning: 'An operator control (drain, lab pause, capabilities) forbids it.' };
   }
