@@ -33,11 +33,10 @@ export interface SlotCandidate {
 }
 
 /** Slots a joiner may take, lowest index first: free ones, and ones whose heartbeat is dead on
- *  the wall clock (torn slots included: pid and heartbeat are atomic words). Pure. */
+ *  the wall clock (torn slots included, as read: pid and heartbeat are atomic words). Pure. */
 export function claimCandidates(decoded: DecodedSegment, wallNowUs: number, self: { pid: number }): SlotCandidate[] {
   const candidates: SlotCandidate[] = decoded.free.map((slot) => ({ slot, expectedPid: 0, expectedHeartbeatUs: 0 }));
-  const occupied = [...decoded.slots, ...decoded.torn];
-  for (const record of occupied) {
+  for (const record of decoded.slots) {
     // A dead slot holding our own pid is skipped: a CAS of pid → pid proves nothing.
     if (record.pid !== self.pid && !isAliveOneShot(record.heartbeatUs, wallNowUs)) {
       candidates.push({ slot: record.slot, expectedPid: record.pid, expectedHeartbeatUs: record.heartbeatUs });
