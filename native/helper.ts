@@ -133,7 +133,7 @@ export function statusError(status: number, segment: string, osError: number): R
     case HelperStatus.ERR_READONLY:
       return new RegistryError('READ_ONLY', `shared-memory segment ${segment} was opened read-only`);
     case HelperStatus.ERR_TRUNCATED:
-      return new RegistryError('BROKEN', `shared-memory segment ${segment} shrank under its mapping (someone truncated the file): the registry is broken until it is a valid registry again`);
+      return new RegistryError('BROKEN', `shared-memory segment ${segment} changed size under its mapping (someone truncated it): the registry is broken`);
     default:
       return new RegistryError('OS_ERROR', `shared-memory segment ${segment}: OS error ${osError} (status ${status})`, osError);
   }

@@ -127,7 +127,7 @@ describe('refused without hanging, left untouched', () => {
         expect(performance.now() - started).toBeLessThan(5_000);
         expect(joined.code).toBe(1);
         expect(joined.stderr.filter((l) => l !== '')).toHaveLength(1);
-        expect(joined.stderr[0]).toMatch(new RegExp(`^gpu-share: refused shared-memory segment /opencoti-gpu-${key}: `));
+        expect(joined.stderr[0]).toMatch(new RegExp(`^gpu-share: refused shared-memory segment /opencoti-gpu-${key} \\(${segmentPath(key)}\\): `));
         expect(joined.stderr[0]).toMatch(hostile.reason);
         expect(joined.stdout.filter((l) => l !== '')).toEqual([]);
 
@@ -202,7 +202,7 @@ describe.skipIf(!hasMkfifo)('launch', () => {
       await launch.waitForLine(/^running: tiny \(builtin/, 60_000);
       const warnings = launch.lines('stderr').filter((l) => l.includes('refused'));
       expect(warnings).toHaveLength(1);
-      expect(warnings[0]).toMatch(new RegExp(`^tiny: refused shared-memory segment /opencoti-gpu-${key}: it is a FIFO; it was left untouched; running unpaced$`));
+      expect(warnings[0]).toMatch(new RegExp(`^tiny: refused shared-memory segment /opencoti-gpu-${key} \\(${segmentPath(key)}\\): it is a FIFO; it was left untouched; running unpaced$`));
       launch.kill('SIGINT');
       expect((await launch.exitWithin(20_000)).code).toBe(0);
       expect(lstatSync(segmentPath(key)).isFIFO()).toBe(true);

@@ -230,6 +230,7 @@ async function main(argv: readonly string[]): Promise<void> {
   let slot: number | null = null;
   let setWeight: ((weight: number) => void) | null = null;
   let peersView: (() => GpuPeersView) | null = null;
+  let unpacedBecause: () => string | null = () => 'started without a GPU registry (no --gpu-key)';
   if (options.registry !== null) {
     const { gpuKey, weight, name } = options.registry;
     try {
@@ -238,6 +239,7 @@ async function main(argv: readonly string[]): Promise<void> {
       afterStep = (stepUs) => peer.gate.afterStep(stepUs);
       setWeight = (w) => peer.setWeight(w);
       peersView = () => peer.view();
+      unpacedBecause = () => peer.unpacedBecause();
       // Overshoot figures for the supervisor's metrics, in batches.
       const reporting = setInterval(() => {
         const overshoots = peer.gate.overshoot.take();
@@ -257,10 +259,12 @@ async function main(argv: readonly string[]): Promise<void> {
         return;
       }
       log('warn', `${error.message}; running unpaced`);
+      const reason = error.message;
+      unpacedBecause = () => reason;
     }
   }
 
-  const host = new Host({ alias: options.alias, modelPath: options.model }, afterStep, log, peersView);
+  const host = new Host({ alias: options.alias, modelPath: options.model }, afterStep, log, peersView, { gpuKey: options.registry?.gpuKey ?? null, unpacedBecause: () => unpacedBecause() });
   // The secret comes in the environment (never argv, which any local user can read) and leaves it.
   const secret = process.env[ENGINE_SECRET_ENV];
   delete process.env[ENGINE_SECRET_ENV];

@@ -9,7 +9,8 @@ import { systemClock } from '../clock.js';
 import { RegistryMember, processBootUs, startHeartbeat } from '../registry/member.js';
 import { RegistryObserver } from '../registry/observer.js';
 import { RegistrySegment } from '../registry/segment.js';
-import type { GpuPeersView } from '../registry/view.js';
+import type { AlivePeer, GpuPeersView } from '../registry/view.js';
+import { BrokenRegistryNotice } from '../registry/broken.js';
 import { CooperativeGate, sleepUs } from './gate.js';
 
 export interface PacedPeer {
@@ -18,8 +19,10 @@ export interface PacedPeer {
   /** A new weight, written to our slot at once (the supervisor's slider). */
   setWeight(weight: number): void;
   /** Our device's `/gpu/peers` view, with us as self (the one `serve` builds, buildPeersView).
-   *  Throws RegistryError when the segment's header is no longer ABI v1. */
+   *  Throws RegistryError when the segment's header is no longer ABI v1, or it is broken. */
   view(): GpuPeersView;
+  /** Why we run unpaced now (the registry is broken: truncated under us); null while paced. */
+  unpacedBecause(): string | null;
   /** Free the slot and stop the timers (safe to call twice). */
   leave(): void;
 }
@@ -39,10 +42,31 @@ export function joinAsPacedPeer(helper: RegistryHelper, options: { gpuKey: strin
     throw error;
   }
   const observer = new RegistryObserver(clock, true);
-  const gate = new CooperativeGate({ peers: () => observer.peers(segment), selfSlot: () => member.slot, publish: (fields) => void member.set(fields) }, clock, sleepUs);
+  // A registry truncated under us is broken: no peers (never waits) until it is valid again.
+  const broken = new BrokenRegistryNotice((line, state) => log('warn', state === 'broken' ? `${line}; running unpaced until it is valid again` : `${line}; paced again`));
+  const peers = (): AlivePeer[] => {
+    try {
+      const alive = observer.peers(segment);
+      broken.succeeded();
+      return alive;
+    } catch (error) {
+      if (broken.failed(error)) return [];
+      throw error;
+    }
+  };
+  const publish = (fields: Parameters<RegistryMember['set']>[0]): void => {
+    try {
+      member.set(fields);
+    } catch (error) {
+      if (!broken.failed(error)) throw error;
+    }
+  };
+  const gate = new CooperativeGate({ peers, selfSlot: () => member.slot, publish }, clock, sleepUs);
   const heartbeat = startHeartbeat(member, (result) => {
     if (result === 'rejoined') log('warn', `our registry slot was reclaimed (stopped for more than 3 s?); rejoined slot ${String(member.slot)}`);
-    else if (result instanceof Error) log('error', `registry heartbeat failed: ${result.message}`);
+    else if (result instanceof Error) {
+      if (!broken.failed(result)) log('error', `registry heartbeat failed: ${result.message}`);
+    }
   });
   const refresh = setInterval(() => {
     try {
@@ -55,8 +79,9 @@ export function joinAsPacedPeer(helper: RegistryHelper, options: { gpuKey: strin
   return {
     gate,
     slot,
-    setWeight: (weight) => void member.set({ weight }),
+    setWeight: (weight) => publish({ weight }),
     view: () => observer.view(options.gpuKey, segment, member.slot),
+    unpacedBecause: () => broken.brokenReason,
     leave: () => {
       if (left) return;
       left = true;

@@ -7,6 +7,7 @@ import { RegistryError } from '../../../native/helper.js';
 import type { Clock } from '../clock.js';
 import { SLOT_COUNT } from './abi.js';
 import type { DecodedSegment } from './codec.js';
+import { isBrokenRegistry } from './broken.js';
 import { isAliveOneShot } from './liveness.js';
 import { headerProblemError, type SegmentPort } from './segment.js';
 
@@ -141,12 +142,17 @@ export class RegistryMember {
     return 'rejoined';
   }
 
-  /** Free the slot (if it is still ours). */
+  /** Free the slot (if it is still ours). In a broken registry there is nothing to free: the
+   *  slot, if it ever comes back, ages out in 3 s. */
   leave(): void {
     if (this.slotIndex === null) return;
     const slot = this.slotIndex;
     this.slotIndex = null;
-    this.segment.release(slot, this.identity.pid, this.identity.bootUs);
+    try {
+      this.segment.release(slot, this.identity.pid, this.identity.bootUs);
+    } catch (error) {
+      if (!isBrokenRegistry(error)) throw error;
+    }
   }
 }
 
