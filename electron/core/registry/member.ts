@@ -119,27 +119,34 @@ export class RegistryMember {
     return 'rejoined';
   }
 
-  /** Change what others see of us: one seq-bracketed update. */
-  set(fields: Partial<Pick<MemberIdentity, 'weight' | 'active' | 'name'>> & { busyPpm?: number }): TickResult {
+  /** Change what others see of us: one seq-bracketed update. In a broken registry (truncated
+   *  under us) nothing can be written: the fields are kept for when it is valid again, and
+   *  'broken' says so (the heartbeat, which rejoins, reports the breakage). */
+  set(fields: Partial<Pick<MemberIdentity, 'weight' | 'active' | 'name'>> & { busyPpm?: number }): TickResult | 'broken' {
     const { busyPpm, ...rest } = fields;
     this.identity = { ...this.identity, ...rest };
     if (busyPpm !== undefined) this.busyPpm = busyPpm;
-    if (this.slotIndex === null) {
+    try {
+      if (this.slotIndex === null) {
+        this.join();
+        return 'rejoined';
+      }
+      const { pid, bootUs, weight, active, ownerPid, name } = this.identity;
+      const ok = this.segment.update(this.slotIndex, pid, bootUs, {
+        weight,
+        active,
+        busyPpm: this.busyPpm,
+        ownerPid,
+        ...(fields.name !== undefined ? { name } : {}),
+      });
+      if (ok) return 'ok';
+      this.slotIndex = null;
       this.join();
       return 'rejoined';
+    } catch (error) {
+      if (isBrokenRegistry(error)) return 'broken';
+      throw error;
     }
-    const { pid, bootUs, weight, active, ownerPid, name } = this.identity;
-    const ok = this.segment.update(this.slotIndex, pid, bootUs, {
-      weight,
-      active,
-      busyPpm: this.busyPpm,
-      ownerPid,
-      ...(fields.name !== undefined ? { name } : {}),
-    });
-    if (ok) return 'ok';
-    this.slotIndex = null;
-    this.join();
-    return 'rejoined';
   }
 
   /** Free the slot (if it is still ours). In a broken registry there is nothing to free: the
