@@ -18,7 +18,7 @@ import { REPO_ROOT, cleanupAfterEach, runCli, uniqueKey } from './cli-process.js
 
 const HOST = join(REPO_ROOT, 'dist', 'electron', 'core', 'engines', 'builtin-host.js');
 
-cleanupAfterEach(); // removes /dev/shm/opencoti-gpu-<key> of every uniqueKey after each test
+cleanupAfterEach(); // removes the segment file of every uniqueKey after each test
 
 let dir = '';
 let modelPath = '';
