@@ -7,7 +7,7 @@
  * opened again, at most every REOPEN_INTERVAL_MS, until it is a valid registry again. Callers run
  * unpaced meanwhile.
  */
-import { lstatSync } from 'node:fs';
+import { lstatSync, statSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { HelperStatus, RegistryError, foreignSegmentError, statusError, type ClaimRequest, type OpenOptions, type RegistryHelper, type SegmentHandle, type SlotUpdate } from '../../../native/helper.js';
 import { SEGMENT_SIZE, segmentName } from './abi.js';
@@ -27,7 +27,8 @@ function thisSystem(helper: RegistryHelper): SegmentSystem {
   else {
     let devShmIsDirectory = false;
     try {
-      devShmIsDirectory = lstatSync('/dev/shm').isDirectory();
+      // stat, not lstat: cosmopolitan's isdirectory() follows a /dev/shm that links to /run/shm.
+      devShmIsDirectory = statSync('/dev/shm').isDirectory();
     } catch {
       // no /dev/shm: cosmopolitan uses /tmp/
     }
