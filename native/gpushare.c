@@ -4,8 +4,14 @@
  * consistent snapshots into caller buffers. Everything else (liveness, shares, views) lives in
  * TypeScript; this file keeps to what JavaScript cannot do inside Electron's memory cage.
  *
- * Concurrency model (see DESIGN.md): one writer per slot, no locks. A writer makes seq odd, writes,
- * then makes it even; readers retry a torn slot a bounded number of times.
+ * Concurrency model (docs/registry.md): one writer per slot, no locks. A writer makes seq odd,
+ * writes, then makes it even; readers retry a torn slot a bounded number of times, then use it as
+ * read (seq sits in an alignment hole a foreign peer may fill with anything).
+ *
+ * A file shrinking under its mapping (another user's ftruncate in shared mode) makes the next
+ * access raise SIGBUS on Linux and macOS. Every access to the mapping runs inside GUARD_BEGIN /
+ * GUARD_END: a SIGBUS handler jumps back out of it, and the call returns GS_ERR_TRUNCATED instead
+ * of ending the process. Windows cannot shrink a mapped file, so the guard is empty there.
  */
 #if !defined(_WIN32) && !defined(_GNU_SOURCE)
 #define _GNU_SOURCE
@@ -24,6 +30,9 @@
 #else
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -55,8 +64,13 @@ static void fence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 struct gs_segment {
     volatile uint8_t *base;
     int readonly;
+    /* Set once an access faulted or the file's size changed: never touched again. */
+    volatile int broken;
 #if defined(_WIN32)
     HANDLE mapping;
+#else
+    int fd;                /* kept to watch the file's size */
+    int64_t next_check_ns; /* CLOCK_MONOTONIC: when the size is checked again */
 #endif
 };
 
@@ -68,19 +82,74 @@ static __thread int32_t last_os_error;
 
 int32_t gs_last_os_error(void) { return last_os_error; }
 
-static int valid_key(const char *key) {
-    size_t n;
-    if (key == NULL) return 0;
-    n = strlen(key);
-    if (n == 0 || n > GS_KEY_MAX) return 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = key[i];
-        int ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                 c == '.' || c == '_' || c == '-';
-        if (!ok) return 0;
+/* A path the caller computed: non-empty, NUL-terminated within GS_PATH_MAX. */
+static int valid_path(const char *path) {
+    if (path == NULL || path[0] == 0) return 0;
+    for (size_t i = 0; i < GS_PATH_MAX; i++) {
+        if (path[i] == 0) return 1;
     }
-    return 1;
+    return 0;
 }
+
+/* ---- the SIGBUS guard ---- */
+#if defined(_WIN32)
+#define GUARD_BEGIN(flag, on_fault) do {
+#define GUARD_END } while (0)
+#else
+#if defined(_MSC_VER)
+#define GS_THREAD __declspec(thread)
+#else
+#define GS_THREAD __thread
+#endif
+/* The jump target of this thread's access in progress; NULL outside one. */
+static GS_THREAD sigjmp_buf *volatile guard_target;
+static struct sigaction previous_sigbus;
+static pthread_once_t guard_once = PTHREAD_ONCE_INIT;
+
+static void on_sigbus(int sig, siginfo_t *info, void *context) {
+    sigjmp_buf *target = guard_target;
+    if (target != NULL) {
+        guard_target = NULL;
+        siglongjmp(*target, 1);
+    }
+    /* Not one of our accesses: hand it to whoever handled it before us. */
+    if (previous_sigbus.sa_flags & SA_SIGINFO) {
+        previous_sigbus.sa_sigaction(sig, info, context);
+    } else if (previous_sigbus.sa_handler != SIG_DFL && previous_sigbus.sa_handler != SIG_IGN) {
+        previous_sigbus.sa_handler(sig);
+    } else {
+        /* Returning re-runs the faulting access, which now ends the process as it would have. */
+        signal(sig, SIG_DFL);
+    }
+}
+
+static void install_sigbus(void) {
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_sigaction = on_sigbus;
+    /* SA_NODEFER: the jump out does not restore the signal mask (sigsetjmp(…, 0) saves none, so a
+     * guarded call costs no system call), and SIGBUS must not stay blocked after it. */
+    action.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGBUS, &action, &previous_sigbus);
+}
+
+static void install_guard(void) { pthread_once(&guard_once, install_sigbus); }
+
+/* Run the block with SIGBUS caught: on a fault `flag` is set to 1 and `on_fault` runs (a return
+ * statement). Nothing between the two may allocate, lock or call out. */
+#define GUARD_BEGIN(flag, on_fault)                \
+    do {                                           \
+        sigjmp_buf guard_jump_;                    \
+        if (sigsetjmp(guard_jump_, 0) != 0) {      \
+            (flag) = 1;                            \
+            on_fault;                              \
+        }                                          \
+        guard_target = &guard_jump_;
+#define GUARD_END         \
+        guard_target = NULL; \
+    } while (0)
+#endif
 
 /* Validate a mapped header; the mapping may be read-only, so this only reads. */
 static int32_t check_header(const volatile uint8_t *base) {
@@ -154,18 +223,35 @@ int64_t gs_wall_us(void) {
     return (int64_t)(t.QuadPart / 10ULL) - 11644473600000000LL;
 }
 
-static void make_name(const char *key, wchar_t *out, size_t cap) {
-    const char *prefix = "Local\\opencoti-gpu-";
-    size_t j = 0;
-    for (size_t i = 0; prefix[i] && j + 1 < cap; i++) out[j++] = (wchar_t)prefix[i];
-    for (size_t i = 0; key[i] && j + 1 < cap; i++) out[j++] = (wchar_t)key[i];
-    out[j] = 0;
+int32_t gs_temp_dir(char *buf, uint32_t cap) {
+    wchar_t wide[MAX_PATH + 1];
+    DWORD n = GetTempPathW(MAX_PATH + 1, wide);
+    if (n == 0 || n > MAX_PATH) {
+        last_os_error = (int32_t)GetLastError();
+        return GS_ERR_OS;
+    }
+    if (buf == NULL || cap == 0) return GS_ERR_ARG;
+    int bytes = WideCharToMultiByte(CP_UTF8, 0, wide, (int)n, buf, (int)cap - 1, NULL, NULL);
+    if (bytes <= 0) return GS_ERR_ARG;
+    buf[bytes] = 0;
+    return bytes;
 }
 
-/* A section of this user: its owner is our user, or the default owner our token gives the objects
- * it creates (the Administrators group for an elevated process). The Windows form of the POSIX
- * st_uid check; a section another user created in our session's namespace is refused. */
-static int32_t check_owner(HANDLE mapping) {
+static int wide_path(const char *path, wchar_t *out, int cap) {
+    return MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, path, -1, out, cap) > 0;
+}
+
+static int32_t map_win_error(DWORD e) {
+    last_os_error = (int32_t)e;
+    if (e == ERROR_FILE_NOT_FOUND || e == ERROR_PATH_NOT_FOUND) return GS_ERR_NOT_FOUND;
+    if (e == ERROR_ACCESS_DENIED) return GS_ERR_ACCESS;
+    return GS_ERR_OS;
+}
+
+/* A file of this user: its owner is our user, or the default owner our token gives the objects it
+ * creates (the Administrators group for an elevated process). The Windows form of the POSIX
+ * st_uid check. */
+static int32_t check_owner(HANDLE file) {
     PSID owner = NULL;
     PSECURITY_DESCRIPTOR sd = NULL;
     HANDLE token = NULL;
@@ -173,7 +259,7 @@ static int32_t check_owner(HANDLE mapping) {
     union { TOKEN_OWNER owner; uint8_t bytes[256]; } owner_buf;
     DWORD len = 0;
     int32_t rc = GS_ERR_OTHER_USER;
-    DWORD err = GetSecurityInfo(mapping, SE_KERNEL_OBJECT, OWNER_SECURITY_INFORMATION, &owner, NULL, NULL, NULL, &sd);
+    DWORD err = GetSecurityInfo(file, SE_FILE_OBJECT, OWNER_SECURITY_INFORMATION, &owner, NULL, NULL, NULL, &sd);
     if (err != ERROR_SUCCESS) {
         last_os_error = (int32_t)err;
         return GS_ERR_OS;
@@ -191,78 +277,122 @@ static int32_t check_owner(HANDLE mapping) {
     return rc;
 }
 
-int32_t gs_open(const char *gpu_key, uint32_t flags, uint32_t mode, gs_segment **out, int32_t *created) {
-    wchar_t name[96];
-    HANDLE mapping;
+/* What the open handle is: a plain file on disk, never a link (opened as the reparse point
+ * itself), a directory, a pipe or a device. */
+static int32_t check_file(HANDLE file) {
+    BY_HANDLE_FILE_INFORMATION info;
+    if (GetFileType(file) != FILE_TYPE_DISK) return GS_ERR_NOT_REGULAR;
+    if (!GetFileInformationByHandle(file, &info)) return map_win_error(GetLastError());
+    if (info.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT) return GS_ERR_SYMLINK;
+    if (info.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) return GS_ERR_DIRECTORY;
+    return GS_OK;
+}
+
+static int64_t file_size(HANDLE file) {
+    LARGE_INTEGER size;
+    if (!GetFileSizeEx(file, &size)) return -1;
+    return (int64_t)size.QuadPart;
+}
+
+/* Map the whole file (read-only) or its first GS_SEGMENT_SIZE bytes (read-write; a smaller file is
+ * grown to it). Returns the view and its mapping, or NULL. */
+static volatile uint8_t *map_file(HANDLE file, int writable, HANDLE *mapping) {
+    *mapping = CreateFileMappingW(file, NULL, writable ? PAGE_READWRITE : PAGE_READONLY, 0, writable ? GS_SEGMENT_SIZE : 0, NULL);
+    if (*mapping == NULL) {
+        last_os_error = (int32_t)GetLastError();
+        return NULL;
+    }
+    volatile uint8_t *view = (volatile uint8_t *)MapViewOfFile(*mapping, writable ? FILE_MAP_ALL_ACCESS : FILE_MAP_READ, 0, 0, GS_SEGMENT_SIZE);
+    if (view == NULL) {
+        last_os_error = (int32_t)GetLastError();
+        CloseHandle(*mapping);
+        *mapping = NULL;
+    }
+    return view;
+}
+
+int32_t gs_open(const char *path, uint32_t flags, uint32_t mode, gs_segment **out, int32_t *opened) {
+    wchar_t wpath[GS_PATH_MAX];
+    HANDLE file = INVALID_HANDLE_VALUE;
+    HANDLE mapping = NULL;
     int was_created = 0;
+    int adopt = 0;
     const int readonly = (flags & GS_OPEN_READONLY) != 0;
     const int shared = (flags & GS_OPEN_SHARED) != 0;
-    /* The default DACL of a Local\ object limits it to this user; a shared registry has none. */
+    const DWORD access = readonly ? GENERIC_READ : GENERIC_READ | GENERIC_WRITE;
+    const DWORD sharing = FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE;
+    /* FILE_FLAG_OPEN_REPARSE_POINT: a link at the path is opened as itself, never followed. */
+    const DWORD attributes = FILE_ATTRIBUTE_NORMAL | FILE_FLAG_OPEN_REPARSE_POINT;
+    /* The temp folder's inherited ACL limits a file to this user; a shared registry has none. */
     SECURITY_DESCRIPTOR open_sd;
     SECURITY_ATTRIBUTES open_sa;
     (void)mode;
-    if (out == NULL || !valid_key(gpu_key)) return GS_ERR_ARG;
+    if (out == NULL || !valid_path(path) || !wide_path(path, wpath, (int)GS_PATH_MAX)) return GS_ERR_ARG;
     *out = NULL;
-    if (created) *created = 0;
-    make_name(gpu_key, name, sizeof name / sizeof name[0]);
+    if (opened) *opened = 0;
     if ((flags & GS_OPEN_CREATE) && !readonly) {
-        SECURITY_ATTRIBUTES *attributes = NULL;
+        SECURITY_ATTRIBUTES *security = NULL;
         if (shared && InitializeSecurityDescriptor(&open_sd, SECURITY_DESCRIPTOR_REVISION) &&
             SetSecurityDescriptorDacl(&open_sd, TRUE, NULL, FALSE)) {
             open_sa.nLength = sizeof open_sa;
             open_sa.lpSecurityDescriptor = &open_sd;
             open_sa.bInheritHandle = FALSE;
-            attributes = &open_sa;
+            security = &open_sa;
         }
-        mapping = CreateFileMappingW(INVALID_HANDLE_VALUE, attributes, PAGE_READWRITE, 0, GS_SEGMENT_SIZE, name);
-        if (mapping == NULL) {
-            last_os_error = (int32_t)GetLastError();
-            return last_os_error == ERROR_ACCESS_DENIED ? GS_ERR_ACCESS : GS_ERR_OS;
-        }
-        was_created = GetLastError() != ERROR_ALREADY_EXISTS;
-    } else {
-        mapping = OpenFileMappingW(readonly ? FILE_MAP_READ : FILE_MAP_ALL_ACCESS, FALSE, name);
-        if (mapping == NULL) {
-            last_os_error = (int32_t)GetLastError();
-            if (last_os_error == ERROR_FILE_NOT_FOUND) return GS_ERR_NOT_FOUND;
-            return last_os_error == ERROR_ACCESS_DENIED ? GS_ERR_ACCESS : GS_ERR_OS;
+        file = CreateFileW(wpath, access, sharing, security, CREATE_NEW, attributes, NULL);
+        if (file != INVALID_HANDLE_VALUE) {
+            was_created = 1;
+        } else if (GetLastError() != ERROR_FILE_EXISTS) {
+            return map_win_error(GetLastError());
         }
     }
-    if (!was_created && !shared) {
-        int32_t owner_rc = check_owner(mapping);
-        if (owner_rc != GS_OK) {
-            CloseHandle(mapping);
-            return owner_rc;
+    if (file == INVALID_HANDLE_VALUE) {
+        file = CreateFileW(wpath, access, sharing, NULL, OPEN_EXISTING, attributes, NULL);
+        if (file == INVALID_HANDLE_VALUE) return map_win_error(GetLastError());
+    }
+    int32_t rc = check_file(file);
+    if (rc == GS_OK && !was_created && !shared) rc = check_owner(file);
+    volatile uint8_t *view = NULL;
+    if (rc == GS_OK && !was_created) {
+        int waited = 0;
+        int64_t size = file_size(file);
+        for (; size == 0 && waited < INIT_WAIT_MS; waited += INIT_POLL_MS) {
+            sleep_ms(INIT_POLL_MS); /* the creator has not sized it yet */
+            size = file_size(file);
+        }
+        if (size < 0) rc = map_win_error(GetLastError());
+        else if (size == 0) {
+            if (readonly) rc = GS_ERR_NOT_FOUND;
+            else adopt = 1; /* its creator died before sizing it: the writable mapping sizes it */
+        } else if (size != (int64_t)GS_SEGMENT_SIZE) {
+            rc = GS_ERR_FOREIGN_SIZE;
+        } else {
+            /* Validate through a read-only view first: a foreign file is never written. */
+            view = map_file(file, 0, &mapping);
+            if (view == NULL) {
+                rc = GS_ERR_OS;
+            } else {
+                rc = judge_existing(view, readonly, waited, &adopt);
+                if (rc != GS_OK || !readonly) {
+                    UnmapViewOfFile((LPCVOID)view);
+                    CloseHandle(mapping);
+                    view = NULL;
+                    mapping = NULL;
+                }
+            }
         }
     }
-    /* Validate through a read-only view first: a foreign section is never written. */
-    volatile uint8_t *view = (volatile uint8_t *)MapViewOfFile(mapping, FILE_MAP_READ, 0, 0, 0);
-    if (view == NULL) {
-        last_os_error = (int32_t)GetLastError();
-        CloseHandle(mapping);
-        return GS_ERR_OS;
+    if (rc == GS_OK && view == NULL) {
+        view = map_file(file, 1, &mapping);
+        if (view == NULL) rc = GS_ERR_OS;
     }
-    MEMORY_BASIC_INFORMATION info;
-    if (VirtualQuery((LPCVOID)view, &info, sizeof info) == 0 || info.RegionSize != GS_SEGMENT_SIZE) {
-        /* Section sizes are page-rounded here; a 4096-byte page is exactly our size. */
-        UnmapViewOfFile((LPCVOID)view);
-        CloseHandle(mapping);
-        return GS_ERR_FOREIGN_SIZE;
+    if (rc != GS_OK && was_created) {
+        FILE_DISPOSITION_INFO dispose = {TRUE};
+        SetFileInformationByHandle(file, FileDispositionInfo, &dispose, sizeof dispose);
     }
-    int32_t rc = GS_OK;
-    if (!was_created) rc = judge_existing(view, readonly, 0, &was_created);
-    UnmapViewOfFile((LPCVOID)view);
-    if (rc != GS_OK) {
-        CloseHandle(mapping);
-        return rc;
-    }
-    view = (volatile uint8_t *)MapViewOfFile(mapping, readonly ? FILE_MAP_READ : FILE_MAP_ALL_ACCESS, 0, 0, GS_SEGMENT_SIZE);
-    if (view == NULL) {
-        last_os_error = (int32_t)GetLastError();
-        CloseHandle(mapping);
-        return GS_ERR_OS;
-    }
-    if (was_created) init_header(view);
+    CloseHandle(file); /* the mapping keeps the file open */
+    if (rc != GS_OK) return rc;
+    if (was_created || adopt) init_header(view);
     gs_segment *seg = (gs_segment *)HeapAlloc(GetProcessHeap(), HEAP_ZERO_MEMORY, sizeof(gs_segment));
     if (seg == NULL) {
         UnmapViewOfFile((LPCVOID)view);
@@ -272,7 +402,7 @@ int32_t gs_open(const char *gpu_key, uint32_t flags, uint32_t mode, gs_segment *
     seg->base = view;
     seg->readonly = readonly;
     seg->mapping = mapping;
-    if (created) *created = was_created;
+    if (opened) *opened = was_created ? (int32_t)GS_OPENED_CREATED : 0;
     *out = seg;
     return GS_OK;
 }
@@ -284,9 +414,11 @@ void gs_close(gs_segment *seg) {
     HeapFree(GetProcessHeap(), 0, seg);
 }
 
-int32_t gs_unlink(const char *gpu_key) {
-    /* Windows removes a section with its last handle. */
-    return valid_key(gpu_key) ? GS_OK : GS_ERR_ARG;
+int32_t gs_unlink(const char *path) {
+    wchar_t wpath[GS_PATH_MAX];
+    if (!valid_path(path) || !wide_path(path, wpath, (int)GS_PATH_MAX)) return GS_ERR_ARG;
+    if (!DeleteFileW(wpath)) return map_win_error(GetLastError());
+    return GS_OK;
 }
 
 #else /* POSIX */
@@ -299,12 +431,12 @@ int64_t gs_wall_us(void) {
     return (int64_t)ts.tv_sec * 1000000LL + (int64_t)(ts.tv_nsec / 1000);
 }
 
-static void make_name(const char *key, char *out, size_t cap) {
-    size_t j = 0;
-    const char *prefix = "/opencoti-gpu-";
-    for (size_t i = 0; prefix[i] && j + 1 < cap; i++) out[j++] = prefix[i];
-    for (size_t i = 0; key[i] && j + 1 < cap; i++) out[j++] = key[i];
-    out[j] = 0;
+int32_t gs_temp_dir(char *buf, uint32_t cap) {
+    const char *dir = "/tmp/";
+    size_t n = strlen(dir);
+    if (buf == NULL || cap <= n) return GS_ERR_ARG;
+    memcpy(buf, dir, n + 1);
+    return (int32_t)n;
 }
 
 static int32_t map_errno(int e) {
@@ -312,46 +444,64 @@ static int32_t map_errno(int e) {
     if (e == ENOENT) return GS_ERR_NOT_FOUND;
     if (e == EACCES || e == EPERM) return GS_ERR_ACCESS;
     if (e == ELOOP) return GS_ERR_SYMLINK; /* O_NOFOLLOW met a link */
-    if (e == EISDIR) return GS_ERR_DIRECTORY;
-#if defined(__linux__)
-    /* glibc's shm_open reports a directory opened for writing as EINVAL (the name was validated). */
-    if (e == EINVAL) return GS_ERR_DIRECTORY;
+#if defined(EMLINK)
+    if (e == EMLINK) return GS_ERR_SYMLINK; /* FreeBSD's answer to O_NOFOLLOW on a link */
 #endif
+    if (e == EISDIR) return GS_ERR_DIRECTORY;
     return GS_ERR_OS;
 }
 
-/* Never block, never follow a link. Linux shared memory is a file in /dev/shm that any user may
- * replace by a FIFO (whose open would block forever), a directory or a link; glibc passes these
- * flags through to open(). Elsewhere (macOS) a shm object is not a file: no FIFO or link can be
- * at its name, and shm_open takes no other flags. */
-#if defined(__linux__)
+/* Never block, never follow a link: anyone may put a FIFO (whose open would block forever), a
+ * directory or a link at the name, in /dev/shm and even more so in the shared /tmp of macOS. */
 #define GS_SAFE_OPEN_FLAGS (O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-#else
-#define GS_SAFE_OPEN_FLAGS 0
-#endif
 
-/* What is at the name, judged on the open descriptor (no race with a rename): a regular file of
+/* What is at the path, judged on the open descriptor (no race with a rename): a regular file of
  * this user, or of anyone with GS_OPEN_SHARED. Anything else is refused and left as it is. */
-static int32_t check_file(int fd, int shared) {
-    struct stat st;
-    if (fstat(fd, &st) != 0) return map_errno(errno);
-    if (S_ISFIFO(st.st_mode)) return GS_ERR_FIFO;
-    if (S_ISDIR(st.st_mode)) return GS_ERR_DIRECTORY;
-    if (!S_ISREG(st.st_mode)) return GS_ERR_NOT_REGULAR;
-    if (!shared && st.st_uid != geteuid()) {
-        last_os_error = (int32_t)st.st_uid;
+static int32_t check_file(int fd, int shared, struct stat *st) {
+    if (fstat(fd, st) != 0) return map_errno(errno);
+    if (S_ISFIFO(st->st_mode)) return GS_ERR_FIFO;
+    if (S_ISDIR(st->st_mode)) return GS_ERR_DIRECTORY;
+    if (!S_ISREG(st->st_mode)) return GS_ERR_NOT_REGULAR;
+    if (!shared && st->st_uid != geteuid()) {
+        last_os_error = (int32_t)st->st_uid;
         return GS_ERR_OTHER_USER;
     }
     return GS_OK;
 }
 
+/* judge_existing and init_header on a mapping that may shrink under them. */
+static int32_t judge_guarded(const volatile uint8_t *view, int readonly, int waited, int *adopt) {
+    volatile int faulted = 0;
+    volatile int32_t rc = GS_ERR_TRUNCATED;
+    GUARD_BEGIN(faulted, return GS_ERR_TRUNCATED);
+    rc = judge_existing(view, readonly, waited, adopt);
+    GUARD_END;
+    (void)faulted;
+    return rc;
+}
+
+static int32_t init_guarded(volatile uint8_t *base) {
+    volatile int faulted = 0;
+    GUARD_BEGIN(faulted, return GS_ERR_TRUNCATED);
+    init_header(base);
+    GUARD_END;
+    (void)faulted;
+    return GS_OK;
+}
+
 /* Open an existing segment: check what it is, validate it read-only, then map it as asked. */
-static int32_t open_existing(int fd, int readonly, int shared, volatile uint8_t **out_base, int *adopt) {
+static int32_t open_existing(int fd, int readonly, int shared, volatile uint8_t **out_base, int *adopt, int *tightened) {
     struct stat st;
     int waited = 0;
     *adopt = 0;
-    int32_t kind = check_file(fd, shared);
+    int32_t kind = check_file(fd, shared, &st);
     if (kind != GS_OK) return kind;
+    /* Ours, and others could write it (left by a shared run, or created so by another program):
+     * without shared mode it is set back to this user's alone. */
+    if (!shared && (st.st_mode & 0077) != 0 && (st.st_mode & 0022) != 0) {
+        if (fchmod(fd, 0600) != 0) return map_errno(errno);
+        *tightened = 1;
+    }
     for (;;) {
         if (fstat(fd, &st) != 0) return map_errno(errno);
         if (st.st_size != 0 || waited >= INIT_WAIT_MS) break;
@@ -359,7 +509,7 @@ static int32_t open_existing(int fd, int readonly, int shared, volatile uint8_t 
         waited += INIT_POLL_MS;
     }
     if (st.st_size == 0) {
-        /* Its creator died between shm_open and ftruncate. */
+        /* Its creator died between open and ftruncate. */
         if (readonly) return GS_ERR_NOT_FOUND;
         if (ftruncate(fd, GS_SEGMENT_SIZE) != 0) return map_errno(errno);
         if (fstat(fd, &st) != 0) return map_errno(errno);
@@ -367,7 +517,7 @@ static int32_t open_existing(int fd, int readonly, int shared, volatile uint8_t 
     if (st.st_size != (off_t)GS_SEGMENT_SIZE) return GS_ERR_FOREIGN_SIZE;
     volatile uint8_t *ro = (volatile uint8_t *)mmap(NULL, GS_SEGMENT_SIZE, PROT_READ, MAP_SHARED, fd, 0);
     if ((void *)ro == MAP_FAILED) return map_errno(errno);
-    int32_t rc = judge_existing(ro, readonly, waited, adopt);
+    int32_t rc = judge_guarded(ro, readonly, waited, adopt);
     if (rc != GS_OK || readonly) {
         if (rc != GS_OK) munmap((void *)ro, GS_SEGMENT_SIZE);
         else *out_base = ro;
@@ -380,20 +530,21 @@ static int32_t open_existing(int fd, int readonly, int shared, volatile uint8_t 
     return GS_OK;
 }
 
-int32_t gs_open(const char *gpu_key, uint32_t flags, uint32_t mode, gs_segment **out, int32_t *created) {
-    char name[GS_NAME_MAX];
+int32_t gs_open(const char *path, uint32_t flags, uint32_t mode, gs_segment **out, int32_t *opened) {
     const int readonly = (flags & GS_OPEN_READONLY) != 0;
     const int shared = (flags & GS_OPEN_SHARED) != 0;
     int was_created = 0;
+    int tightened = 0;
+    int adopt = 0;
     int fd = -1;
     volatile uint8_t *base = NULL;
-    if (out == NULL || !valid_key(gpu_key)) return GS_ERR_ARG;
+    if (out == NULL || !valid_path(path)) return GS_ERR_ARG;
     *out = NULL;
-    if (created) *created = 0;
+    if (opened) *opened = 0;
     if (mode == 0) mode = 0600;
-    make_name(gpu_key, name, sizeof name);
+    install_guard();
     if ((flags & GS_OPEN_CREATE) && !readonly) {
-        fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | GS_SAFE_OPEN_FLAGS, (mode_t)mode);
+        fd = open(path, O_RDWR | O_CREAT | O_EXCL | GS_SAFE_OPEN_FLAGS, (mode_t)mode);
         if (fd >= 0) {
             was_created = 1;
         } else if (errno != EEXIST) {
@@ -401,7 +552,7 @@ int32_t gs_open(const char *gpu_key, uint32_t flags, uint32_t mode, gs_segment *
         }
     }
     if (fd < 0) {
-        fd = shm_open(name, (readonly ? O_RDONLY : O_RDWR) | GS_SAFE_OPEN_FLAGS, 0);
+        fd = open(path, (readonly ? O_RDONLY : O_RDWR) | GS_SAFE_OPEN_FLAGS, 0);
         if (fd < 0) return map_errno(errno);
     }
     int32_t rc = GS_OK;
@@ -412,24 +563,30 @@ int32_t gs_open(const char *gpu_key, uint32_t flags, uint32_t mode, gs_segment *
         } else {
             base = (volatile uint8_t *)mmap(NULL, GS_SEGMENT_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
             if ((void *)base == MAP_FAILED) rc = map_errno(errno);
-            else init_header(base);
         }
-        if (rc != GS_OK) shm_unlink(name);
+        if (rc != GS_OK) unlink(path);
     } else {
-        int adopt = 0;
-        rc = open_existing(fd, readonly, shared, &base, &adopt);
-        if (rc == GS_OK && adopt) init_header(base);
+        rc = open_existing(fd, readonly, shared, &base, &adopt, &tightened);
     }
-    close(fd); /* the mapping keeps the object alive */
-    if (rc != GS_OK) return rc;
+    if (rc != GS_OK) {
+        close(fd);
+        return rc;
+    }
+    if ((was_created || adopt) && init_guarded(base) != GS_OK) {
+        munmap((void *)base, GS_SEGMENT_SIZE);
+        close(fd);
+        return GS_ERR_TRUNCATED;
+    }
     gs_segment *seg = (gs_segment *)calloc(1, sizeof(gs_segment));
     if (seg == NULL) {
         munmap((void *)base, GS_SEGMENT_SIZE);
+        close(fd);
         return map_errno(ENOMEM);
     }
     seg->base = base;
     seg->readonly = readonly;
-    if (created) *created = was_created;
+    seg->fd = fd; /* kept: its size is watched (size_changed) */
+    if (opened) *opened = (was_created ? (int32_t)GS_OPENED_CREATED : 0) | (tightened ? (int32_t)GS_OPENED_TIGHTENED : 0);
     *out = seg;
     return GS_OK;
 }
@@ -437,17 +594,45 @@ int32_t gs_open(const char *gpu_key, uint32_t flags, uint32_t mode, gs_segment *
 void gs_close(gs_segment *seg) {
     if (seg == NULL) return;
     munmap((void *)seg->base, GS_SEGMENT_SIZE);
+    close(seg->fd);
     free(seg);
 }
 
-int32_t gs_unlink(const char *gpu_key) {
-    char name[GS_NAME_MAX];
-    if (!valid_key(gpu_key)) return GS_ERR_ARG;
-    make_name(gpu_key, name, sizeof name);
-    if (shm_unlink(name) != 0) return map_errno(errno);
+int32_t gs_unlink(const char *path) {
+    if (!valid_path(path)) return GS_ERR_ARG;
+    if (unlink(path) != 0) return map_errno(errno);
     return GS_OK;
 }
 
+#endif
+
+/* ---- the file's size, watched ---- */
+#if defined(_WIN32)
+/* A mapped file cannot be truncated on Windows (ERROR_USER_MAPPED_FILE). */
+static int size_changed(gs_segment *seg) { (void)seg; return 0; }
+#else
+/* How often the file's size is checked: a file cut to a size inside the mapping's page raises no
+ * SIGBUS (the rest of the page reads as zeros and writes there are lost), so a shrink is also
+ * noticed by fstat, at most this long after it. Cheap between checks: one coarse clock read. */
+#define SIZE_CHECK_NS 100000000LL
+#if defined(CLOCK_MONOTONIC_COARSE)
+#define GS_CHECK_CLOCK CLOCK_MONOTONIC_COARSE
+#else
+#define GS_CHECK_CLOCK CLOCK_MONOTONIC
+#endif
+static int size_changed(gs_segment *seg) {
+    struct timespec ts;
+    struct stat st;
+    clock_gettime(GS_CHECK_CLOCK, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    if (now < seg->next_check_ns) return 0;
+    seg->next_check_ns = now + SIZE_CHECK_NS;
+    if (fstat(seg->fd, &st) != 0 || st.st_size != (off_t)GS_SEGMENT_SIZE) {
+        seg->broken = 1;
+        return 1;
+    }
+    return 0;
+}
 #endif
 
 /* ---- slots: the same on every platform ---- */
@@ -460,6 +645,13 @@ static int writable_slot(gs_segment *seg, uint32_t slot) {
     return seg != NULL && slot < GS_SLOT_COUNT && !seg->readonly;
 }
 
+/* Why a slot write cannot start: a read-only handle, a broken one, or a bad argument. */
+static int32_t write_refusal(gs_segment *seg) {
+    if (seg == NULL) return GS_ERR_ARG;
+    if (seg->broken) return GS_ERR_TRUNCATED;
+    return seg->readonly ? GS_ERR_READONLY : GS_ERR_ARG;
+}
+
 static void copy_words(volatile uint32_t *dst, const volatile uint32_t *src, size_t words) {
     for (size_t i = 0; i < words; i++) dst[i] = src[i];
 }
@@ -467,16 +659,20 @@ static void copy_words(volatile uint32_t *dst, const volatile uint32_t *src, siz
 int32_t gs_snapshot(gs_segment *seg, uint8_t *buf, uint32_t len, uint32_t retries, uint32_t *torn_mask) {
     uint32_t torn = 0;
     if (seg == NULL || buf == NULL || len < GS_SEGMENT_SIZE) return GS_ERR_ARG;
-    fence();
-    copy_words((volatile uint32_t *)(void *)buf, (const volatile uint32_t *)(const void *)seg->base, GS_HEADER_SIZE / 4);
+    if (seg->broken || size_changed(seg)) return GS_ERR_TRUNCATED;
     memset(buf + GS_HEADER_SIZE + GS_SLOT_COUNT * GS_SLOT_SIZE, 0,
            GS_SEGMENT_SIZE - GS_HEADER_SIZE - GS_SLOT_COUNT * GS_SLOT_SIZE);
+    GUARD_BEGIN(seg->broken, return GS_ERR_TRUNCATED);
+    fence();
+    copy_words((volatile uint32_t *)(void *)buf, (const volatile uint32_t *)(const void *)seg->base, GS_HEADER_SIZE / 4);
     for (uint32_t i = 0; i < GS_SLOT_COUNT; i++) {
         volatile gs_slot *s = slot_at(seg, i);
         uint8_t *dst = buf + GS_HEADER_SIZE + (size_t)i * GS_SLOT_SIZE;
+        uint32_t previous[GS_SLOT_SIZE / 4];
         int ok = 0;
-        /* A torn slot keeps the bytes of its last attempt: pid and heartbeat are single atomic
-         * words, so a reader can still judge whether its owner is alive (and reclaim it if not). */
+        /* seq is a hint: a peer that has none may leave an odd value or garbage in its hole, so a
+         * copy equal to the one before it is consistent too. A slot still torn after the retries
+         * keeps the bytes of its last copy, to be used as read. */
         for (uint32_t attempt = 0; attempt <= retries && !ok; attempt++) {
             uint32_t before = ld32(&s->seq);
             copy_words((volatile uint32_t *)(void *)dst, (const volatile uint32_t *)(const void *)s, GS_SLOT_SIZE / 4);
@@ -484,16 +680,19 @@ int32_t gs_snapshot(gs_segment *seg, uint8_t *buf, uint32_t len, uint32_t retrie
             int64_t heartbeat = ld64(&s->heartbeat_us);
             memcpy(dst + offsetof(gs_slot, heartbeat_us), &heartbeat, sizeof heartbeat);
             fence();
-            ok = (before & 1u) == 0 && ld32(&s->seq) == before;
+            ok = ((before & 1u) == 0 && ld32(&s->seq) == before) ||
+                 (attempt > 0 && memcmp(previous, dst, GS_SLOT_SIZE) == 0);
+            if (!ok) memcpy(previous, dst, GS_SLOT_SIZE);
         }
         if (!ok) torn |= 1u << i;
     }
+    GUARD_END;
     if (torn_mask) *torn_mask = torn;
     return GS_OK;
 }
 
-/* Begin/end a seq-bracketed update. A seq left odd by a crashed owner is rounded up first so the
- * bracket stays well-formed. */
+/* Begin/end a seq-bracketed update. A seq left odd by a crashed owner (or by a peer that writes
+ * no seq) is rounded up first so the bracket stays well-formed. */
 static uint32_t seq_begin(volatile gs_slot *s) {
     uint32_t v = ld32(&s->seq);
     if (v & 1u) v++;
@@ -523,26 +722,39 @@ static void write_f32(volatile float *p, float v) {
     *(volatile uint32_t *)(volatile void *)p = bits;
 }
 
+/* owner_pid 0 means "pid itself": a peer that owns its own slot leaves the hole zero. */
+static uint32_t stored_owner(uint32_t pid, uint32_t owner_pid) { return owner_pid == pid ? 0u : owner_pid; }
+
 int32_t gs_claim(gs_segment *seg, uint32_t slot, uint32_t expected_pid, int64_t expected_heartbeat_us,
                  uint32_t pid, uint32_t owner_pid, int64_t boot_us, float weight, uint32_t active,
                  const char *name, int64_t now_us) {
-    if (!writable_slot(seg, slot)) return seg != NULL && seg->readonly ? GS_ERR_READONLY : GS_ERR_ARG;
+    if (!writable_slot(seg, slot) || seg->broken || size_changed(seg)) return write_refusal(seg);
     if (pid == 0 || pid == expected_pid) return GS_ERR_ARG;
     volatile gs_slot *s = slot_at(seg, slot);
+    volatile int32_t rc = GS_OK; /* volatile: live across the guard's sigsetjmp */
+    GUARD_BEGIN(seg->broken, return GS_ERR_TRUNCATED);
     /* A dead slot is only taken while its heartbeat is still the one judged dead. */
-    if (expected_pid != 0 && ld64(&s->heartbeat_us) != expected_heartbeat_us) return GS_LOST;
-    if (!cas32(&s->pid, expected_pid, pid)) return GS_LOST;
-    /* Heartbeat first, so another joiner does not judge the fresh claim dead. */
-    st64(&s->heartbeat_us, now_us);
-    uint32_t v = seq_begin(s);
-    st64(&s->boot_us, boot_us);
-    write_f32(&s->weight, weight);
-    s->active = active ? 1u : 0u;
-    s->busy_ppm = 0;
-    s->owner_pid = owner_pid;
-    write_name(s, name);
-    seq_end(s, v);
-    return GS_OK;
+    if (expected_pid != 0 && ld64(&s->heartbeat_us) != expected_heartbeat_us) {
+        rc = GS_LOST;
+    } else if (!cas32(&s->pid, expected_pid, pid)) {
+        rc = GS_LOST;
+    } else {
+        /* Heartbeat first, so another joiner does not judge the fresh claim dead. */
+        st64(&s->heartbeat_us, now_us);
+        /* Both holes start afresh: whatever an earlier writer of the slot left there (an odd seq,
+         * uninitialised padding) is not ours to continue. */
+        st32(&s->seq, 1u);
+        fence();
+        st64(&s->boot_us, boot_us);
+        write_f32(&s->weight, weight);
+        s->active = active ? 1u : 0u;
+        s->busy_ppm = 0;
+        s->owner_pid = stored_owner(pid, owner_pid);
+        write_name(s, name);
+        seq_end(s, 0u);
+    }
+    GUARD_END;
+    return rc;
 }
 
 static int owns(volatile gs_slot *s, uint32_t pid, int64_t boot_us) {
@@ -550,40 +762,57 @@ static int owns(volatile gs_slot *s, uint32_t pid, int64_t boot_us) {
 }
 
 int32_t gs_heartbeat(gs_segment *seg, uint32_t slot, uint32_t pid, int64_t boot_us, int64_t now_us) {
-    if (!writable_slot(seg, slot)) return seg != NULL && seg->readonly ? GS_ERR_READONLY : GS_ERR_ARG;
+    if (!writable_slot(seg, slot) || seg->broken || size_changed(seg)) return write_refusal(seg);
     volatile gs_slot *s = slot_at(seg, slot);
-    if (!owns(s, pid, boot_us)) return GS_LOST;
-    st64(&s->heartbeat_us, now_us);
-    return GS_OK;
+    volatile int32_t rc = GS_OK; /* volatile: live across the guard's sigsetjmp */
+    GUARD_BEGIN(seg->broken, return GS_ERR_TRUNCATED);
+    if (!owns(s, pid, boot_us)) rc = GS_LOST;
+    else st64(&s->heartbeat_us, now_us);
+    GUARD_END;
+    return rc;
 }
 
 int32_t gs_update(gs_segment *seg, uint32_t slot, uint32_t pid, int64_t boot_us, float weight,
                   uint32_t active, uint32_t busy_ppm, uint32_t owner_pid, const char *name) {
-    if (!writable_slot(seg, slot)) return seg != NULL && seg->readonly ? GS_ERR_READONLY : GS_ERR_ARG;
+    if (!writable_slot(seg, slot) || seg->broken || size_changed(seg)) return write_refusal(seg);
     volatile gs_slot *s = slot_at(seg, slot);
-    if (!owns(s, pid, boot_us)) return GS_LOST;
-    uint32_t v = seq_begin(s);
-    write_f32(&s->weight, weight);
-    s->active = active ? 1u : 0u;
-    s->busy_ppm = busy_ppm > 1000000u ? 1000000u : busy_ppm;
-    s->owner_pid = owner_pid;
-    if (name != NULL) write_name(s, name);
-    seq_end(s, v);
-    return GS_OK;
+    volatile int32_t rc = GS_OK; /* volatile: live across the guard's sigsetjmp */
+    GUARD_BEGIN(seg->broken, return GS_ERR_TRUNCATED);
+    if (!owns(s, pid, boot_us)) {
+        rc = GS_LOST;
+    } else {
+        uint32_t v = seq_begin(s);
+        write_f32(&s->weight, weight);
+        s->active = active ? 1u : 0u;
+        s->busy_ppm = busy_ppm > 1000000u ? 1000000u : busy_ppm;
+        s->owner_pid = stored_owner(pid, owner_pid);
+        if (name != NULL) write_name(s, name);
+        seq_end(s, v);
+    }
+    GUARD_END;
+    return rc;
 }
 
 int32_t gs_release(gs_segment *seg, uint32_t slot, uint32_t pid, int64_t boot_us) {
-    if (!writable_slot(seg, slot)) return seg != NULL && seg->readonly ? GS_ERR_READONLY : GS_ERR_ARG;
+    if (!writable_slot(seg, slot) || seg->broken || size_changed(seg)) return write_refusal(seg);
     volatile gs_slot *s = slot_at(seg, slot);
-    if (!owns(s, pid, boot_us)) return GS_LOST;
-    uint32_t v = seq_begin(s);
-    st64(&s->boot_us, 0);
-    write_f32(&s->weight, 0.0f);
-    s->active = 0;
-    s->busy_ppm = 0;
-    s->owner_pid = 0;
-    write_name(s, NULL);
-    st64(&s->heartbeat_us, 0);
-    seq_end(s, v);
-    return cas32(&s->pid, pid, 0) ? GS_OK : GS_LOST;
+    volatile int32_t rc = GS_OK; /* volatile: live across the guard's sigsetjmp */
+    GUARD_BEGIN(seg->broken, return GS_ERR_TRUNCATED);
+    if (!owns(s, pid, boot_us)) {
+        rc = GS_LOST;
+    } else {
+        uint32_t v = seq_begin(s);
+        st64(&s->boot_us, 0);
+        write_f32(&s->weight, 0.0f);
+        s->active = 0;
+        s->busy_ppm = 0;
+        s->owner_pid = 0;
+        write_name(s, NULL);
+        st64(&s->heartbeat_us, 0);
+        seq_end(s, v);
+        if (cas32(&s->pid, pid, 0)) st32(&s->seq, 0u); /* a free slot leaves both holes zero */
+        else rc = GS_LOST;
+    }
+    GUARD_END;
+    return rc;
 }

@@ -2,8 +2,11 @@
  * gpushare.h — the GPU Share registry, ABI v1.
  *
  * One shared-memory segment per physical GPU, 4096 bytes: a 16-byte header and 16 slots of
- * 88 bytes (ending at 1424; the rest is zero). POSIX name "/opencoti-gpu-<gpu_key>", Windows
- * "Local\opencoti-gpu-<gpu_key>". All integers little-endian.
+ * 88 bytes (ending at 1424; the rest is zero). All integers little-endian. The segment is the file
+ * that cosmopolitan libc's shm_open("/opencoti-gpu-<gpu_key>") opens (opencoti's peers use it):
+ * <dir>/<hex of BLAKE2b-256 of that name>.sem, dir /dev/shm/ on Linux (/tmp/ where that is not a
+ * directory), /tmp/ on macOS, the temp folder on Windows (see docs/registry.md). The caller
+ * computes that path (TypeScript: electron/core/registry/location.ts) and passes it in.
  *
  * The layout is the natural C layout of opencoti's own field list (pid, boot_us, weight, active,
  * heartbeat_us, busy_ppm, name[48]): real opencoti-llamafile peers write the same segment, and any
@@ -38,9 +41,8 @@ extern "C" {
 #define GS_HEADER_SIZE 16u
 #define GS_SLOT_SIZE 88u
 #define GS_NAME_SIZE 48u
-#define GS_KEY_MAX 40u
-/* "/opencoti-gpu-" + key + NUL; the Windows prefix "Local\opencoti-gpu-" is longer. */
-#define GS_NAME_MAX 64u
+/* Longest segment path accepted, in bytes of UTF-8 with its NUL. */
+#define GS_PATH_MAX 1024u
 
 typedef struct gs_header {
     char magic[8];       /* "OCGPU", NUL-padded */
@@ -123,7 +125,11 @@ enum {
     GS_ERR_NOT_REGULAR = -13,
     /* Refused: the segment belongs to another user (and GS_OPEN_SHARED was not given).
      * gs_last_os_error() returns the owner's uid on POSIX (0 on Windows). */
-    GS_ERR_OTHER_USER = -14
+    GS_ERR_OTHER_USER = -14,
+    /* The file shrank under its mapping or its size changed (someone truncated it): the access
+     * was caught (no SIGBUS), and every later call on this handle returns the same. The registry is
+     * broken: close the handle, run unpaced, and open the path again later. */
+    GS_ERR_TRUNCATED = -15
 };
 
 /* gs_open flags */
@@ -133,35 +139,48 @@ enum {
  * every local user (mode 0666; a NULL DACL on Windows). This trusts every local user. */
 #define GS_OPEN_SHARED 4u
 
+/* gs_open's *opened bits */
+#define GS_OPENED_CREATED 1u  /* this call created the segment */
+#define GS_OPENED_TIGHTENED 2u /* ours, opened without GS_OPEN_SHARED, others could write it: set
+                                  back to 0600 (POSIX) */
+
 typedef struct gs_segment gs_segment;
 
 /*
- * Open the segment of gpu_key (only [A-Za-z0-9._-], 1..40 chars). With GS_OPEN_CREATE a missing
- * segment is created exclusively with `mode` (0600 when 0) and its header initialised. Opening
- * never blocks and never follows a link: O_NOFOLLOW | O_NONBLOCK, then fstat. A symlink, FIFO,
- * directory, device or socket at the name, or a segment of another user (unless GS_OPEN_SHARED),
- * is refused with its own code and left exactly as it was. A segment of this user is ours
- * whatever its mode; a 0-byte one of this user is waited on briefly (its creator is sizing it).
- * An existing segment is validated (size, magic, version, slot count) through a read-only mapping
- * first and is never written when it does not match. *created is set to 1 when this call
- * created it. Returns GS_OK or a GS_ERR_* code.
+ * Open the segment file at `path` (UTF-8, 1..GS_PATH_MAX-1 bytes, computed by the caller). With
+ * GS_OPEN_CREATE a missing file is created exclusively with `mode` (0600 when 0) and its header
+ * initialised. Opening never blocks and never follows a link: O_NOFOLLOW | O_NONBLOCK, then fstat
+ * (Windows: FILE_FLAG_OPEN_REPARSE_POINT, then the handle's attributes). A symlink, FIFO,
+ * directory, device or socket at the path, or a file of another user (unless GS_OPEN_SHARED), is
+ * refused with its own code and left exactly as it was. A file of this user is ours; opened
+ * without GS_OPEN_SHARED, one that others can write is set back to 0600 (*opened has
+ * GS_OPENED_TIGHTENED). A 0-byte one of this user is waited on briefly (its creator is sizing it).
+ * An existing file is validated (size, magic, version, slot count) through a read-only mapping
+ * first and is never written when it does not match. *opened gets GS_OPENED_* bits. Returns GS_OK
+ * or a GS_ERR_* code.
  */
-GS_API int32_t gs_open(const char *gpu_key, uint32_t flags, uint32_t mode, gs_segment **out,
-                       int32_t *created);
+GS_API int32_t gs_open(const char *path, uint32_t flags, uint32_t mode, gs_segment **out,
+                       int32_t *opened);
 GS_API void gs_close(gs_segment *seg);
 /* The OS error (errno or GetLastError) of the last failing call on this thread. */
 GS_API int32_t gs_last_os_error(void);
-/* Remove the segment's name (POSIX shm_unlink; a no-op on Windows). For tests and tools only:
- * the last leaver never unlinks. */
-GS_API int32_t gs_unlink(const char *gpu_key);
+/* Remove the segment file. For tests and tools only: the last leaver never unlinks. */
+GS_API int32_t gs_unlink(const char *path);
+/* The folder cosmopolitan means by "/tmp/", with its trailing separator, as UTF-8 into buf:
+ * GetTempPathW() on Windows (the only OS where the caller needs it), "/tmp/" on POSIX. Returns its
+ * length in bytes, GS_ERR_ARG when it does not fit in cap (with its NUL), GS_ERR_OS when the OS
+ * has none. */
+GS_API int32_t gs_temp_dir(char *buf, uint32_t cap);
 
 /* CLOCK_REALTIME in µs: the one wall clock all peers share. */
 GS_API int64_t gs_wall_us(void);
 
 /*
- * Copy the whole segment into buf (len >= GS_SEGMENT_SIZE). Each slot is copied under its seq:
- * a slot whose seq is odd or changes during the copy is retried up to `retries` times; if it is
- * still torn its bit (1 << i) is set in *torn_mask and its bytes must be ignored.
+ * Copy the whole segment into buf (len >= GS_SEGMENT_SIZE). Each slot is copied under its seq,
+ * which is a hint only (a peer without seq may leave anything in that hole): a copy is consistent
+ * when seq was even and unchanged around it, or when it equals the copy before it. Otherwise it is
+ * retried up to `retries` times; a slot still torn keeps the bytes of its last copy (to be used as
+ * read) and its bit (1 << i) is set in *torn_mask.
  */
 GS_API int32_t gs_snapshot(gs_segment *seg, uint8_t *buf, uint32_t len, uint32_t retries,
                            uint32_t *torn_mask);
@@ -188,7 +207,8 @@ GS_API int32_t gs_update(gs_segment *seg, uint32_t slot, uint32_t pid, int64_t b
                          float weight, uint32_t active, uint32_t busy_ppm, uint32_t owner_pid,
                          const char *name);
 
-/* Release our slot: clear it under the seq bracket, then CAS the pid back to 0. */
+/* Release our slot: clear it (both holes included) under the seq bracket, then CAS the pid back
+ * to 0 and zero the seq hole. */
 GS_API int32_t gs_release(gs_segment *seg, uint32_t slot, uint32_t pid, int64_t boot_us);
 
 #ifdef __cplusplus

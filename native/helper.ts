@@ -6,7 +6,6 @@
 import koffi from 'koffi';
 import { existsSync } from 'node:fs';
 import { nativeCandidates, nativeFileNames } from './paths.js';
-import { segmentName } from '../electron/core/registry/abi.js';
 
 /** Status codes of gpushare.h; each says what the caller does next. */
 export const HelperStatus = {
@@ -36,6 +35,9 @@ export const HelperStatus = {
   ERR_DIRECTORY: -12,
   ERR_NOT_REGULAR: -13,
   ERR_OTHER_USER: -14,
+  /** The file shrank under its mapping (truncated by someone): the access was caught, the handle
+   *  is dead. The registry is broken: close it, run unpaced, open it again later. */
+  ERR_TRUNCATED: -15,
 } as const;
 
 /** Why a name was refused. */
@@ -70,6 +72,7 @@ export type RegistryErrorCode =
   | 'READ_ONLY'
   | 'REFUSED'
   | 'REGISTRY_FULL'
+  | 'BROKEN'
   | 'HELPER_MISSING';
 
 export class RegistryError extends Error {
@@ -129,6 +132,8 @@ export function statusError(status: number, segment: string, osError: number): R
       return new RegistryError('ACCESS_DENIED', `access to shared-memory segment ${segment} was denied (OS error ${osError}): it belongs to another user`, osError);
     case HelperStatus.ERR_READONLY:
       return new RegistryError('READ_ONLY', `shared-memory segment ${segment} was opened read-only`);
+    case HelperStatus.ERR_TRUNCATED:
+      return new RegistryError('BROKEN', `shared-memory segment ${segment} changed size under its mapping (someone truncated it): the registry is broken`);
     default:
       return new RegistryError('OS_ERROR', `shared-memory segment ${segment}: OS error ${osError} (status ${status})`, osError);
   }
@@ -174,12 +179,24 @@ export interface SlotUpdate {
   name?: string;
 }
 
-/** The helper's operations, typed. Methods returning boolean: false = GS_LOST. */
+export interface OpenedSegment {
+  handle: SegmentHandle;
+  created: boolean;
+  /** Ours, opened without shared mode, and others could write it: it was set back to 0600. */
+  tightened: boolean;
+}
+
+/** The helper's operations, typed. Methods returning boolean: false = GS_LOST. Every method that
+ *  touches a segment throws RegistryError BROKEN once its file has shrunk under the mapping. */
 export interface RegistryHelper {
   readonly libraryPath: string;
-  open(gpuKey: string, options: OpenOptions): { handle: SegmentHandle; created: boolean };
+  /** Open the segment file at `path` (see registry/location.ts); `label` names it in errors. */
+  open(path: string, options: OpenOptions, label?: string): OpenedSegment;
   close(handle: SegmentHandle): void;
-  unlink(gpuKey: string): void;
+  /** Delete the segment file at `path` (a missing one is not an error). */
+  unlink(path: string, label?: string): void;
+  /** The folder cosmopolitan means by /tmp/: GetTempPathW on Windows, with its separator. */
+  tempDir(): string;
   wallUs(): number;
   /** Copies the segment into buf (≥ 4096 bytes); returns the torn-slot mask. */
   snapshot(handle: SegmentHandle, buf: Uint8Array, retries?: number): number;
@@ -215,11 +232,12 @@ type Handle = SegmentHandle;
 function bind(libraryPath: string): RegistryHelper {
   const lib = koffi.load(libraryPath);
   koffi.opaque('gs_segment');
-  const gsOpen = lib.func('int32_t gs_open(const char *key, uint32_t flags, uint32_t mode, _Out_ gs_segment **out, _Out_ int32_t *created)') as (
-    key: string, flags: number, mode: number, out: [Handle | null], created: [number]) => number;
+  const gsOpen = lib.func('int32_t gs_open(const char *path, uint32_t flags, uint32_t mode, _Out_ gs_segment **out, _Out_ int32_t *opened)') as (
+    path: string, flags: number, mode: number, out: [Handle | null], opened: [number]) => number;
   const gsClose = lib.func('void gs_close(gs_segment *seg)') as (seg: Handle) => void;
   const gsLastOsError = lib.func('int32_t gs_last_os_error(void)') as () => number;
-  const gsUnlink = lib.func('int32_t gs_unlink(const char *key)') as (key: string) => number;
+  const gsUnlink = lib.func('int32_t gs_unlink(const char *path)') as (path: string) => number;
+  const gsTempDir = lib.func('int32_t gs_temp_dir(_Out_ uint8_t *buf, uint32_t cap)') as (buf: Uint8Array, cap: number) => number;
   const gsWallUs = lib.func('int64_t gs_wall_us(void)') as () => number | bigint;
   const gsSnapshot = lib.func('int32_t gs_snapshot(gs_segment *seg, _Inout_ uint8_t *buf, uint32_t len, uint32_t retries, _Out_ uint32_t *torn)') as (
     seg: Handle, buf: Uint8Array, len: number, retries: number, torn: [number]) => number;
@@ -241,19 +259,25 @@ function bind(libraryPath: string): RegistryHelper {
 
   return {
     libraryPath,
-    open(gpuKey, options) {
+    open(path, options, label = path) {
       const out: [Handle | null] = [null];
-      const created: [number] = [0];
+      const opened: [number] = [0];
       const shared = options.shared === true;
       const flags = (options.create ? 1 : 0) | (options.readonly ? 2 : 0) | (shared ? 4 : 0);
-      const status = gsOpen(gpuKey, flags, options.mode ?? (shared ? 0o666 : 0o600), out, created);
-      if (status !== HelperStatus.OK || out[0] === null) throw statusError(status, segmentName(gpuKey), gsLastOsError());
-      return { handle: out[0], created: created[0] === 1 };
+      const status = gsOpen(path, flags, options.mode ?? (shared ? 0o666 : 0o600), out, opened);
+      if (status !== HelperStatus.OK || out[0] === null) throw statusError(status, label, gsLastOsError());
+      return { handle: out[0], created: (opened[0] & 1) !== 0, tightened: (opened[0] & 2) !== 0 };
     },
     close: (handle) => gsClose(handle),
-    unlink(gpuKey) {
-      const status = gsUnlink(gpuKey);
-      if (status !== HelperStatus.OK && status !== HelperStatus.ERR_NOT_FOUND) throw statusError(status, segmentName(gpuKey), gsLastOsError());
+    unlink(path, label = path) {
+      const status = gsUnlink(path);
+      if (status !== HelperStatus.OK && status !== HelperStatus.ERR_NOT_FOUND) throw statusError(status, label, gsLastOsError());
+    },
+    tempDir() {
+      const buf = new Uint8Array(4096);
+      const length = gsTempDir(buf, buf.byteLength);
+      if (length < 0) throw statusError(length, 'the temp folder', gsLastOsError());
+      return new TextDecoder().decode(buf.subarray(0, length));
     },
     wallUs: () => Number(gsWallUs()),
     snapshot(handle, buf, retries = 16) {

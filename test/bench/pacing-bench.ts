@@ -28,6 +28,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { flagsOrExit } from '../fixtures/flags.js';
 import { loadRegistryHelper } from '../../native/helper.js';
+import { segmentPath } from '../../electron/core/registry/segment.js';
 import { computeShares } from '../../electron/core/registry/shares.js';
 import { buildSchedule, stallBoundUs } from '../../electron/core/pacer/schedule.js';
 import { counterAt, gapsMs, median, rate, recoveredAtUs, releaseS, round, summary, textTable, wakeMs } from './pacing-stats.js';
@@ -466,7 +467,7 @@ async function runScenario(mode: Mode, scenario: Scenario, iterations: number, d
   for (const child of children) if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   for (const key of new Set(gpuKeys)) {
     try {
-      helper.unlink(key);
+      helper.unlink(segmentPath(helper, key));
     } catch {
       // never created (free and static modes)
     }

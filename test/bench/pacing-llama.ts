@@ -24,6 +24,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseHostLine } from '../../electron/core/engines/host-protocol.js';
 import { loadRegistryHelper } from '../../native/helper.js';
+import { segmentPath } from '../../electron/core/registry/segment.js';
 import { loadNvml, type NvmlDevice, type NvmlLibrary } from '../../native/nvml.js';
 import { computeShares } from '../../electron/core/registry/shares.js';
 import { buildSchedule, ownerAt, stallBoundUs, usUntilWindowEnd, type Schedule } from '../../electron/core/pacer/schedule.js';
@@ -530,7 +531,7 @@ async function runOnce(options: LlamaBenchOptions, scenario: LlamaScenario, mode
     nvml?.close();
     await endEngines(engines);
     try {
-      helper.unlink(gpuKey);
+      helper.unlink(segmentPath(helper, gpuKey));
     } catch {
       // never created (free and naive)
     }

@@ -13,7 +13,8 @@ import { systemClock } from '../../electron/core/clock.js';
 import { decodeSegment } from '../../electron/core/registry/codec.js';
 import { RegistryMember } from '../../electron/core/registry/member.js';
 import { RegistryObserver } from '../../electron/core/registry/observer.js';
-import { RegistrySegment } from '../../electron/core/registry/segment.js';
+import { RegistrySegment, segmentPath } from '../../electron/core/registry/segment.js';
+import { segmentFileName } from '../../electron/core/registry/location.js';
 import { SEGMENT_SIZE } from '../../electron/core/registry/abi.js';
 
 const TARGET_US = 5;
@@ -47,7 +48,7 @@ function measure(name: string, op: () => unknown, count = SAMPLES): Stats {
 function hostileNames(pid: number): { kind: string; key: string }[] {
   if (process.platform !== 'linux') return [];
   const made: { kind: string; key: string }[] = [];
-  const path = (key: string): string => `/dev/shm/opencoti-gpu-${key}`;
+  const path = (key: string): string => `/dev/shm/${segmentFileName(key)}`;
   try {
     execFileSync('mkfifo', [path(`bench-fifo-${pid}`)]);
     made.push({ kind: 'a FIFO', key: `bench-fifo-${pid}` });
@@ -120,8 +121,8 @@ function main(): void {
     process.exitCode = pass ? 0 : 1;
   } finally {
     segment.close();
-    helper.unlink(gpuKey);
-    for (const { key } of hostile) rmSync(`/dev/shm/opencoti-gpu-${key}`, { recursive: true, force: true });
+    helper.unlink(segmentPath(helper, gpuKey));
+    for (const { key } of hostile) rmSync(`/dev/shm/${segmentFileName(key)}`, { recursive: true, force: true });
   }
 }
 

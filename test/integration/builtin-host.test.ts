@@ -18,7 +18,7 @@ import { REPO_ROOT, cleanupAfterEach, runCli, uniqueKey } from './cli-process.js
 
 const HOST = join(REPO_ROOT, 'dist', 'electron', 'core', 'engines', 'builtin-host.js');
 
-cleanupAfterEach(); // removes /dev/shm/opencoti-gpu-<key> of every uniqueKey after each test
+cleanupAfterEach(); // removes the segment file of every uniqueKey after each test
 
 let dir = '';
 let modelPath = '';
@@ -376,7 +376,7 @@ describe('builtin engine host', () => {
     expect((await http(port, 'POST', '/props', '{}', auth)).status).toBe(405);
   });
 
-  it('without a registry: /gpu/peers is 404 and /props has no gpu_share block', async () => {
+  it('without a registry: /gpu/peers is 404 and /props says gpu_share is not enabled, and why', async () => {
     const args = hostArgs('unused');
     const host = new HostProcess(spawn(process.execPath, args.slice(0, args.indexOf('--gpu-key')).concat(['--ctx', '256']), { cwd: REPO_ROOT, stdio: ['pipe', 'pipe', 'pipe'] }));
     const { port, slot } = await host.waitFor(isReady, 20_000);
@@ -385,7 +385,7 @@ describe('builtin engine host', () => {
     expect(peers.status).toBe(404);
     expect(json(peers)).toMatchObject({ error: { code: 'not_found', message: expect.stringContaining('registry') } });
     const props = json(await http(port, 'GET', '/props')) as Record<string, unknown>;
-    expect(props['opencoti']).toBeUndefined();
+    expect(props['opencoti']).toEqual({ gpu_share: { enabled: false, gpu_key: '', self: null, peers: [], reason: expect.stringContaining('without a GPU registry') as unknown } });
     expect(props['total_slots']).toBe(1);
   });
 

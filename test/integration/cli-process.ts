@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { afterEach } from 'vitest';
+import { segmentFileName } from '../../electron/core/registry/location.js';
 
 /** The repository root (this file lives in test/integration/). */
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -49,9 +50,9 @@ const running = new Set<CliProcess>();
 const usedKeys = new Set<string>();
 let keyCounter = 0;
 
-/** The POSIX shared-memory file of a gpu key. */
+/** The shared-memory file of a gpu key on Linux (cosmopolitan's shm_open name, docs/registry.md). */
 export function segmentPath(gpuKey: string): string {
-  return `/dev/shm/opencoti-gpu-${gpuKey}`;
+  return `/dev/shm/${segmentFileName(gpuKey)}`;
 }
 
 /** A gpu key no other test (in this or another process) uses; its segment is removed after the

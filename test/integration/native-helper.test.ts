@@ -1,6 +1,6 @@
 /** The native helper on real segments: create/validate, CAS claims, heartbeats, updates, torn
  *  slots, and what an opener does with a segment its creator abandoned. */
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RegistryError, loadRegistryHelper, type SegmentHandle } from '../../native/helper.js';
 import { SEGMENT_SIZE, slotOffset, SLOT_OFFSET } from '../../electron/core/registry/abi.js';
@@ -18,7 +18,7 @@ function key(prefix: string): string {
 }
 
 function open(gpuKey: string, create = true, readonly = false): SegmentHandle {
-  const { handle } = helper.open(gpuKey, { create, readonly });
+  const { handle } = helper.open(shmPath(gpuKey), { create, readonly });
   handles.push(handle);
   return handle;
 }
@@ -39,12 +39,12 @@ afterEach(() => {
 describe('native helper', () => {
   it('creates a segment exclusively with mode 0600 and an ABI v1 header; a second open finds it', () => {
     const k = key('create');
-    const first = helper.open(k, { create: true, readonly: false });
+    const first = helper.open(shmPath(k), { create: true, readonly: false });
     handles.push(first.handle);
     expect(first.created).toBe(true);
     expect(statSync(shmPath(k)).mode & 0o777).toBe(0o600);
     expect(statSync(shmPath(k)).size).toBe(4096);
-    const second = helper.open(k, { create: true, readonly: false });
+    const second = helper.open(shmPath(k), { create: true, readonly: false });
     handles.push(second.handle);
     expect(second.created).toBe(false);
     expect(readFileSync(shmPath(k)).subarray(0, 16)).toEqual(Buffer.from(encodeEmptySegment().subarray(0, 16)));
@@ -52,13 +52,13 @@ describe('native helper', () => {
 
   it('honours another mode for the segment it creates', () => {
     const k = key('mode');
-    handles.push(helper.open(k, { create: true, readonly: false, mode: 0o640 }).handle);
+    handles.push(helper.open(shmPath(k), { create: true, readonly: false, mode: 0o640 }).handle);
     expect(statSync(shmPath(k)).mode & 0o777).toBe(0o640);
   });
 
   it('does not create a segment for an observer', () => {
     const k = key('observe');
-    expect(() => helper.open(k, { create: false, readonly: true })).toThrowError(expect.objectContaining({ code: 'NOT_FOUND' }) as Error);
+    expect(() => helper.open(shmPath(k), { create: false, readonly: true })).toThrowError(expect.objectContaining({ code: 'NOT_FOUND' }) as Error);
   });
 
   it('claims by compare-and-swap: the second claim of a slot loses', () => {
@@ -102,15 +102,86 @@ describe('native helper', () => {
     expect(() => claim(ro, 0, 801)).toThrowError(expect.objectContaining({ code: 'READ_ONLY' }) as Error);
   });
 
-  it('reports a slot whose seq stays odd as torn, with its pid and heartbeat', () => {
-    const k = key('torn');
+  it('reads a slot whatever its alignment holes hold: an odd seq left behind, or 0xAB padding', () => {
+    const k = key('holes');
     const handle = open(k);
     const bytes = encodeEmptySegment();
-    encodeSlot(bytes, 1, { pid: 901, seq: 3, heartbeatUs: 77 });
+    encodeSlot(bytes, 1, { pid: 901, seq: 3, heartbeatUs: 77, weight: 2 });
+    encodeSlot(bytes, 2, { pid: 902, heartbeatUs: 78, weight: 500, name: 'c-peer' });
+    // A peer written from opencoti's field list leaves its padding uninitialised.
+    bytes.fill(0xab, slotOffset(2) + SLOT_OFFSET.seq, slotOffset(2) + SLOT_OFFSET.seq + 4);
+    bytes.fill(0xab, slotOffset(2) + SLOT_OFFSET.owner_pid, slotOffset(2) + SLOT_OFFSET.owner_pid + 4);
     writeFileSync(shmPath(k), bytes);
     const decoded = read(handle);
-    expect(decoded.slots).toEqual([]);
-    expect(decoded.torn).toEqual([{ slot: 1, pid: 901, heartbeatUs: 77 }]);
+    expect(decoded.torn).toEqual([]);
+    expect(decoded.slots.map((s) => [s.slot, s.pid, s.weight, s.heartbeatUs])).toEqual([
+      [1, 901, 2, 77],
+      [2, 902, 500, 78],
+    ]);
+    expect(decoded.slots[1]?.name).toBe('c-peer');
+  });
+
+  it('zeroes both holes when it claims a slot and when it releases it', () => {
+    const k = key('zero-holes');
+    const handle = open(k);
+    const bytes = encodeEmptySegment();
+    bytes.fill(0xab, slotOffset(3) + SLOT_OFFSET.seq, slotOffset(3) + SLOT_OFFSET.seq + 4);
+    bytes.fill(0xab, slotOffset(3) + SLOT_OFFSET.owner_pid, slotOffset(3) + SLOT_OFFSET.owner_pid + 4);
+    writeFileSync(shmPath(k), bytes);
+    expect(claim(handle, 3, 1201)).toBe(true);
+    const word = (offset: number): number => readFileSync(shmPath(k)).readUInt32LE(slotOffset(3) + offset);
+    expect(word(SLOT_OFFSET.seq)).toBe(2); // a fresh bracket: odd while writing, then 2
+    expect(word(SLOT_OFFSET.owner_pid)).toBe(0); // owner = pid: the hole stays zero
+    expect(helper.release(handle, 3, 1201, 2201)).toBe(true);
+    expect(word(SLOT_OFFSET.pid)).toBe(0);
+    expect(word(SLOT_OFFSET.seq)).toBe(0);
+    expect(word(SLOT_OFFSET.owner_pid)).toBe(0);
+  });
+
+  it('sets a segment of ours that others can write back to 0600 when not shared, and says so', () => {
+    const k = key('tighten');
+    writeFileSync(shmPath(k), encodeEmptySegment());
+    chmodSync(shmPath(k), 0o666);
+    const shared = helper.open(shmPath(k), { create: true, readonly: false, shared: true });
+    handles.push(shared.handle);
+    expect(shared.tightened).toBe(false);
+    expect(statSync(shmPath(k)).mode & 0o777).toBe(0o666);
+    const own = helper.open(shmPath(k), { create: true, readonly: false });
+    handles.push(own.handle);
+    expect(own.tightened).toBe(true);
+    expect(statSync(shmPath(k)).mode & 0o777).toBe(0o600);
+    const again = helper.open(shmPath(k), { create: false, readonly: true });
+    handles.push(again.handle);
+    expect(again.tightened).toBe(false);
+  });
+
+  it('survives its file being truncated under the mapping: BROKEN, never SIGBUS', () => {
+    for (const size of [0, 100]) {
+      const k = key(`cut${size}`);
+      const handle = open(k);
+      const ro = open(k, false, true);
+      expect(claim(handle, 0, 1301)).toBe(true);
+      truncateSync(shmPath(k), size);
+      // Cut to 0, the first access faults; cut inside the page nothing faults, and the size check
+      // (every 100 ms) finds it. Either way each handle answers BROKEN within that time.
+      const brokenWithin = (call: () => unknown): unknown => {
+        const started = Date.now();
+        while (Date.now() - started < 2000) {
+          try {
+            call();
+          } catch (error) {
+            return error;
+          }
+        }
+        return null;
+      };
+      expect(brokenWithin(() => helper.snapshot(ro, new Uint8Array(SEGMENT_SIZE)))).toMatchObject({ code: 'BROKEN' });
+      expect(brokenWithin(() => helper.heartbeat(handle, 0, 1301, 2301, helper.wallUs()))).toMatchObject({ code: 'BROKEN' });
+      // Once broken, always broken: the handle is never touched again.
+      expect(() => helper.snapshot(ro, new Uint8Array(SEGMENT_SIZE))).toThrowError(expect.objectContaining({ code: 'BROKEN' }) as Error);
+      expect(() => helper.update(handle, 0, 1301, 2301, { weight: 1, active: true, busyPpm: 0, ownerPid: 1301 })).toThrowError(expect.objectContaining({ code: 'BROKEN' }) as Error);
+      expect(() => helper.release(handle, 0, 1301, 2301)).toThrowError(expect.objectContaining({ code: 'BROKEN' }) as Error);
+    }
   });
 
   it('adopts a segment whose creator died before initialising it (all zero, or zero-sized)', () => {

@@ -1,6 +1,6 @@
 /**
  * The registry end to end: real `gpu-share join` / `gpu-share peers` processes on real POSIX
- * shared-memory segments (/dev/shm/opencoti-gpu-<key>), each test on its own unique key. Every
+ * shared-memory segments (/dev/shm/<hex>.sem, docs/registry.md), each test on its own unique key. Every
  * child a test starts is killed and every segment removed after it (cleanupAfterEach), pass or
  * fail.
  */
@@ -22,7 +22,7 @@ import {
 
 cleanupAfterEach();
 
-// ---- the ABI v1 layout (DESIGN.md), written out here so the tests do not trust the product's ----
+// ---- the ABI v1 layout (docs/registry.md), written out here so the tests do not trust the product's ----
 const SEGMENT_SIZE = 4096;
 const HEADER_SIZE = 16;
 const SLOT_SIZE = 88;

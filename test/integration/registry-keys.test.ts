@@ -5,7 +5,7 @@
  * registries and removes a dead one, and an unknown key says so on stderr without failing.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -78,14 +78,15 @@ describe('commands without a key use the first device', () => {
 
     const devices = await runCli(['devices', '--json'], 15_000, { env: nvml });
     expect(devices.code, devices.stderr.join('\n')).toBe(0);
-    const listing = JSON.parse(devices.stdout[0] ?? '') as { devices: { index: number; key: string; name: string; totalBytes: number; source: string }[]; segments: { key: string; alive: number | null }[] };
+    const listing = JSON.parse(devices.stdout[0] ?? '') as { devices: { index: number; key: string; name: string; totalBytes: number; source: string }[]; segments: { key: string; path: string; alive: number | null }[] };
     expect(listing.devices).toEqual([
       { index: 0, key: UUIDS[0], name: 'NVIDIA Fake A', totalBytes: 24 * 2 ** 30, source: 'nvml' },
       { index: 1, key: UUIDS[1], name: 'NVIDIA Fake B', totalBytes: 12 * 2 ** 30, source: 'nvml' },
     ]);
     const ours = listing.segments.filter((s) => UUIDS.includes(s.key));
     expect(ours).toHaveLength(2);
-    expect(ours).toEqual(expect.arrayContaining(UUIDS.map((key) => ({ key, alive: 1, problem: null }))));
+    // Found by content, each named by the device key that hashes to its file name.
+    expect(ours).toEqual(expect.arrayContaining(UUIDS.map((key) => ({ key, path: segmentPath(key), alive: 1, problem: null }))));
 
     const table = await runCli(['devices'], 15_000, { env: nvml });
     expect(table.stdout.join('\n')).toMatch(/^0\s+GPU-\S+\s+NVIDIA Fake A\s+24\.00 GiB\s+nvml$/m);
@@ -131,11 +132,31 @@ describe('devices and unknown keys', () => {
     await joiner.exitWithin(10_000);
     const removed = await runCli(['devices', '--remove', key]);
     expect(removed.code, removed.stderr.join('\n')).toBe(0);
-    expect(removed.stdout).toContain(`removed /opencoti-gpu-${key}`);
+    expect(removed.stdout).toContain(`removed /opencoti-gpu-${key} (${segmentPath(key)})`);
     expect(existsSync(segmentPath(key))).toBe(false);
     const again = await runCli(['devices', '--remove', key]);
     expect(again.code).toBe(1);
     expect(again.stderr.join('\n')).toContain('there is no registry segment');
+  }, 40_000);
+
+  it('devices finds registries by content: a key no device has is shown as unknown key (<hex>.sem); a .sem file that is no registry is not listed', async () => {
+    const key = uniqueKey('bycontent');
+    const joiner = startCli(['join', '--gpu-key', key]);
+    await joiner.waitForLine(BOOT, 15_000);
+    // A POSIX semaphore of a cosmopolitan program lives beside the registries under the same
+    // kind of name; it is no registry.
+    const other = uniqueKey('sem');
+    writeFileSync(segmentPath(other), new Uint8Array(32));
+    const devices = await runCli(['devices', '--json'], 15_000, { env: NO_NVML });
+    expect(devices.code, devices.stderr.join('\n')).toBe(0);
+    const segments = (JSON.parse(devices.stdout[0] ?? '') as { segments: { key: string; path: string; alive: number | null }[] }).segments;
+    const fileName = segmentPath(key).slice('/dev/shm/'.length);
+    expect(segments).toContainEqual({ key: `unknown key (${fileName})`, path: segmentPath(key), alive: 1, problem: null });
+    expect(segments.some((s) => s.path === segmentPath(other))).toBe(false);
+    const table = await runCli(['devices'], 15_000, { env: NO_NVML });
+    expect(table.stdout.join('\n')).toContain(`unknown key (${fileName})`);
+    joiner.kill('SIGTERM');
+    await joiner.exitWithin(10_000);
   }, 40_000);
 
   it('peers on an unknown key says so on stderr with the known ones, prints the empty view and exits 0', async () => {

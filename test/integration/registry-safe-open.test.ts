@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeEmptySegment, encodeSlot } from '../../electron/core/registry/codec.js';
+import { segmentLabel } from '../../electron/core/registry/segment.js';
 import type { GpuPeersView } from '../../electron/core/registry/view.js';
 import { GiB } from '../../electron/core/planner/policy.js';
 import { TINY_GGUF_SPEC, writeGguf } from '../fixtures/gguf.js';
@@ -127,7 +128,7 @@ describe('refused without hanging, left untouched', () => {
         expect(performance.now() - started).toBeLessThan(5_000);
         expect(joined.code).toBe(1);
         expect(joined.stderr.filter((l) => l !== '')).toHaveLength(1);
-        expect(joined.stderr[0]).toMatch(new RegExp(`^gpu-share: refused shared-memory segment /opencoti-gpu-${key}: `));
+        expect(joined.stderr[0]).toMatch(new RegExp(`^gpu-share: refused shared-memory segment /opencoti-gpu-${key} \\(${segmentPath(key)}\\): `));
         expect(joined.stderr[0]).toMatch(hostile.reason);
         expect(joined.stdout.filter((l) => l !== '')).toEqual([]);
 
@@ -136,10 +137,11 @@ describe('refused without hanging, left untouched', () => {
         expect(peers.stderr.filter((l) => l !== '')).toHaveLength(1);
         expect(peers.stderr[0]).toMatch(hostile.reason);
 
-        // Without a key, peers lists what it can and says the refusal in one line.
+        // Without a key, peers lists the registries it finds by content: a name that is no
+        // registry (and no device's) is not one of them, and is neither opened nor mentioned.
         const all = await runCli(['peers', '--json'], 10_000);
         expect(all.code).toBe(0);
-        if (!hostile.otherUser) expect(all.stderr.filter((l) => l.includes(key))).toHaveLength(1);
+        expect(all.stderr.filter((l) => l.includes(key))).toHaveLength(0);
 
         const run = await runCli(['run', '--gpu-key', key, '--', process.execPath, '-e', 'process.stdout.write("ran"); process.exit(7)'], 10_000);
         expect(run.code).toBe(7);
@@ -155,13 +157,24 @@ describe('refused without hanging, left untouched', () => {
     }, 40_000);
   }
 
-  it('a segment of this user is ours whatever its mode (0666 here), and a 0-byte one of ours is adopted', async () => {
+  it('a segment of this user is ours whatever its mode; one others can write (0666) is set back to 0600 with one line; a 0-byte one of ours is adopted', async () => {
     const loose = uniqueKey('loose');
     writeFileSync(segmentPath(loose), encodeEmptySegment());
     chmodSync(segmentPath(loose), 0o666);
     const joiner = startCli(['join', '--gpu-key', loose]);
     await joiner.waitForLine(/^gpu-share: joined /, 10_000);
-    expect(lstatSync(segmentPath(loose)).mode & 0o777).toBe(0o666);
+    expect(lstatSync(segmentPath(loose)).mode & 0o777).toBe(0o600);
+    expect(joiner.lines('stderr').filter((l) => l.includes('set it back to 0600'))).toEqual([
+      `gpu-share: ${segmentLabel(loose, segmentPath(loose))} could be written by other users; set it back to 0600 (registries are per user unless shared: --shared-registry)`,
+    ]);
+    // 0644: others can read, not write; left as it is.
+    const readable = uniqueKey('readable');
+    writeFileSync(segmentPath(readable), encodeEmptySegment());
+    chmodSync(segmentPath(readable), 0o644);
+    const reader = await runCli(['peers', '--gpu-key', readable, '--json']);
+    expect(reader.code).toBe(0);
+    expect(reader.stderr).toEqual([]);
+    expect(lstatSync(segmentPath(readable)).mode & 0o777).toBe(0o644);
 
     const empty = uniqueKey('empty');
     writeFileSync(segmentPath(empty), new Uint8Array(0), { mode: 0o600 });
@@ -182,9 +195,10 @@ describe('refused without hanging, left untouched', () => {
     const creator = startCli(['join', '--shared-registry', '--gpu-key', fresh]);
     await creator.waitForLine(/^gpu-share: joined /, 10_000);
     expect(lstatSync(segmentPath(fresh)).mode & 0o777).toBe(0o666);
-    // Without the flag, the same segment is ours (we created it) whatever its mode.
+    // Without the flag, the same segment is ours (we created it): used, and set back to 0600.
     const plain = await runCli(['peers', '--gpu-key', fresh, '--json']);
     expect(plain.code).toBe(0);
+    expect(lstatSync(segmentPath(fresh)).mode & 0o777).toBe(0o600);
   }, 30_000);
 });
 
@@ -202,7 +216,7 @@ describe.skipIf(!hasMkfifo)('launch', () => {
       await launch.waitForLine(/^running: tiny \(builtin/, 60_000);
       const warnings = launch.lines('stderr').filter((l) => l.includes('refused'));
       expect(warnings).toHaveLength(1);
-      expect(warnings[0]).toMatch(new RegExp(`^tiny: refused shared-memory segment /opencoti-gpu-${key}: it is a FIFO; it was left untouched; running unpaced$`));
+      expect(warnings[0]).toMatch(new RegExp(`^tiny: refused shared-memory segment /opencoti-gpu-${key} \\(${segmentPath(key)}\\): it is a FIFO; it was left untouched; running unpaced$`));
       launch.kill('SIGINT');
       expect((await launch.exitWithin(20_000)).code).toBe(0);
       expect(lstatSync(segmentPath(key)).isFIFO()).toBe(true);

@@ -1,7 +1,7 @@
 /**
  * Shares on a real registry: `gpu-share join` processes at 20:1 and at sixteen weights 8 … 0.1.
  * `peers --json` and serve's /gpu/peers show the plain ratio w/Σw, while the TDM windows serve
- * derives from the same segment use the floored window shares (DESIGN.md: 90.50/9.50; 14.77,
+ * derives from the same segment use the floored window shares (docs/pacing.md: 90.50/9.50; 14.77,
  * 7.39, 7.39, 13 × 5.42 %).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';

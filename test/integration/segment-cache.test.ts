@@ -6,6 +6,7 @@ import { loadRegistryHelper } from '../../native/helper.js';
 import { systemClock } from '../../electron/core/clock.js';
 import { RegistryMember } from '../../electron/core/registry/member.js';
 import { SEGMENT_CACHE_LIMIT, SegmentCache } from '../../electron/core/registry/segment-cache.js';
+import { segmentFileName } from '../../electron/core/registry/location.js';
 import { RegistrySegment } from '../../electron/core/registry/segment.js';
 import { removeSegment } from '../fixtures/segments.js';
 
@@ -19,7 +20,8 @@ afterAll(() => {
 });
 
 /** Our test segments mapped into this process now. */
-const mapped = (): number => readFileSync('/proc/self/maps', 'utf8').split('\n').filter((line) => line.includes(`/dev/shm/opencoti-gpu-${PREFIX}`)).length;
+const paths = new Set(keys.map((key) => `/dev/shm/${segmentFileName(key)}`));
+const mapped = (): number => readFileSync('/proc/self/maps', 'utf8').split('\n').filter((line) => paths.has(line.slice(line.indexOf('/')))).length;
 
 describe.skipIf(process.platform !== 'linux')('SegmentCache', () => {
   it('keeps at most 64 segments mapped, evicting the least recently read, and reads an evicted one again', () => {

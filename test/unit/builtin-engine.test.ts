@@ -340,8 +340,9 @@ describe("builtin engine: llama-server's shapes", () => {
     expect(generationSettings(unlimited.value, 256, 'tiny')).not.toHaveProperty('top_p');
   });
 
-  it("shapes /props: what it knows, n_ctx only once loaded, and serve's gpu_share block when it is a peer", () => {
-    const facts = { alias: 'tiny', modelPath: '/m/tiny.gguf', nCtx: null, isProcessing: false, chatTemplate: null, peers: null };
+  it("shapes /props: what it knows, n_ctx only once loaded, and serve's gpu_share block, enabled or not", () => {
+    const unpaced = { gpuKey: null, unpacedBecause: 'started without a GPU registry (no --gpu-key)' };
+    const facts = { alias: 'tiny', modelPath: '/m/tiny.gguf', nCtx: null, isProcessing: false, chatTemplate: null, peers: unpaced };
     const loading = propsBody(facts);
     expect(loading).toEqual({
       default_generation_settings: { id: 0, is_processing: false, params: { n_predict: -1, temperature: DEFAULT_TEMPERATURE, stop: [] } },
@@ -349,7 +350,11 @@ describe("builtin engine: llama-server's shapes", () => {
       model_path: '/m/tiny.gguf',
       model_alias: 'tiny',
       modalities: { vision: false, audio: false },
+      // Always there: unpaced says so, with the reason, instead of leaving the block out.
+      opencoti: { gpu_share: { enabled: false, gpu_key: '', self: null, peers: [], reason: 'started without a GPU registry (no --gpu-key)' } },
     });
+    const refused = propsBody({ ...facts, peers: { gpuKey: 'cpu-0', unpacedBecause: 'registry full (16 slots)' } });
+    expect(refused.opencoti.gpu_share).toEqual({ enabled: false, gpu_key: 'cpu-0', self: null, peers: [], reason: 'registry full (16 slots)' });
     const view: GpuPeersView = { gpu_key: 'k', self: { pid: 1, name: 'tiny', weight: 2, share_pct: 100, busy_pct: 50, active: true }, peers: [] };
     const ready = propsBody({ ...facts, nCtx: 256, isProcessing: true, chatTemplate: '{{ x }}', peers: view });
     expect(ready).toMatchObject({ default_generation_settings: { n_ctx: 256, is_processing: true }, chat_template: '{{ x }}' });

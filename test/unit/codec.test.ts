@@ -31,27 +31,28 @@ describe('codec', () => {
     expect(decodeSegment(trailingGarbageInMagic).headerProblem).toBe('magic');
   });
 
-  it('skips a slot whose seq is odd or that the snapshot reported torn, keeping pid and heartbeat', () => {
+  it('reads a slot whatever its seq hole holds, and one the snapshot reported torn as read', () => {
     const bytes = encodeEmptySegment();
     encodeSlot(bytes, 0, { pid: 10, seq: 7, heartbeatUs: 5 });
     encodeSlot(bytes, 1, { pid: 11, seq: 2, heartbeatUs: 6 });
     encodeSlot(bytes, 2, { pid: 12, seq: 2, heartbeatUs: 7 });
+    encodeSlot(bytes, 3, { pid: 13, seq: 0xabababab, ownerPid: 0xabababab, heartbeatUs: 8, weight: 500 });
     const decoded = decodeSegment(bytes, 1 << 2);
-    expect(decoded.slots.map((s) => s.pid)).toEqual([11]);
-    expect(decoded.torn).toEqual([
-      { slot: 0, pid: 10, heartbeatUs: 5 },
-      { slot: 2, pid: 12, heartbeatUs: 7 },
-    ]);
+    expect(decoded.slots.map((s) => s.pid)).toEqual([10, 11, 12, 13]);
+    expect(decoded.slots[3]?.weight).toBe(500);
+    expect(decoded.torn).toEqual([{ slot: 2, pid: 12, heartbeatUs: 7 }]);
   });
 
-  it('sanitises weights that are NaN, infinite, ≤ 0 or absurd', () => {
+  it('uses any finite weight > 0 as written, and refuses NaN, infinite and ≤ 0 ones', () => {
     expect(sanitiseWeight(Number.NaN)).toEqual({ weight: 1, sanitised: true });
     expect(sanitiseWeight(Number.POSITIVE_INFINITY)).toEqual({ weight: 1, sanitised: true });
     expect(sanitiseWeight(Number.NEGATIVE_INFINITY)).toEqual({ weight: 1, sanitised: true });
     expect(sanitiseWeight(0)).toEqual({ weight: 1, sanitised: true });
     expect(sanitiseWeight(-2)).toEqual({ weight: 1, sanitised: true });
-    expect(sanitiseWeight(1e-30)).toEqual({ weight: 0.01, sanitised: true });
-    expect(sanitiseWeight(3e38)).toEqual({ weight: 100, sanitised: true });
+    // Another peer's weights outside our own 0.01–100 are its to choose (opencoti's 500).
+    expect(sanitiseWeight(1e-30)).toEqual({ weight: 1e-30, sanitised: false });
+    expect(sanitiseWeight(500)).toEqual({ weight: 500, sanitised: false });
+    expect(sanitiseWeight(3e38)).toEqual({ weight: 3e38, sanitised: false });
     expect(sanitiseWeight(2)).toEqual({ weight: 2, sanitised: false });
   });
 

@@ -54,7 +54,7 @@ const world = fc
   });
 
 /** What the inputs say is schedulable once the named residents are stopped, worked out here with
- *  DESIGN.md's formulas (not the planner's code). */
+ *  docs/planner.md's formulas (not the planner's code). */
 function independently(snap: PlannerSnapshot, stopped: readonly string[]): { schedulableAfter: number; usedAfter: number; total: number } {
   const dev = snap.device ?? device();
   const usedBy = (r: ManagedResident): number => (dev.processes === null ? r.envelopeBytes : dev.processes.filter((p) => p.pid === r.pid).reduce((sum, p) => sum + p.usedBytes, 0));

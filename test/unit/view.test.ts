@@ -4,6 +4,7 @@ import { formatPeersTable } from '../../electron/core/registry/format.js';
 import { judgeOneShot } from '../../electron/core/registry/liveness.js';
 import { bootLogLine, buildPeersView, buildPropsBlock, resolvePeers } from '../../electron/core/registry/view.js';
 import { checkGpuKey, checkIntervalMs, checkName, checkWeight } from '../../electron/core/registry/validate.js';
+import { scheduleOf } from '../../electron/core/pacer/gate.js';
 
 const NOW = 1_800_000_000_000_000;
 
@@ -16,6 +17,29 @@ function threePeers(): ReturnType<typeof resolvePeers> {
   const decoded = decodeSegment(bytes);
   return resolvePeers(decoded, judgeOneShot(decoded.slots, NOW));
 }
+
+describe('foreign peers as they wrote themselves', () => {
+  /** Two alive, active peers with these weights, one with 0xAB in both holes (a C peer). */
+  function pair(foreignWeight: number, ownWeight: number): ReturnType<typeof resolvePeers> {
+    const bytes = encodeEmptySegment();
+    encodeSlot(bytes, 0, { pid: 10, seq: 0xabababab, ownerPid: 0xabababab, weight: foreignWeight, active: true, heartbeatUs: NOW - 100_000, name: 'c-peer' });
+    encodeSlot(bytes, 1, { pid: 20, weight: ownWeight, active: true, heartbeatUs: NOW - 100_000, name: 'ours' });
+    const decoded = decodeSegment(bytes);
+    return resolvePeers(decoded, judgeOneShot(decoded.slots, NOW));
+  }
+
+  it('lists a peer with garbage in its holes and uses its weight 500 as is: 99.80 / 0.20 %', () => {
+    const view = buildPeersView('cpu-0', pair(500, 1), 1);
+    expect(view.self).toMatchObject({ pid: 20, weight: 1, share_pct: 0.2 });
+    expect(view.peers).toEqual([expect.objectContaining({ pid: 10, name: 'c-peer', weight: 500, share_pct: 99.8 })]);
+  });
+
+  it('schedules weights 0.005 : 0.001 as opencoti does: 240 ms, 200 / 40', () => {
+    const schedule = scheduleOf(pair(0.005, 0.001));
+    expect(schedule.periodUs).toBe(240_000);
+    expect(schedule.windows.map((w) => w.lengthUs)).toEqual([200_000, 40_000]);
+  });
+});
 
 describe('views', () => {
   it('builds /gpu/peers: self apart, dead peers gone, idle peers at 0 %', () => {

@@ -3,6 +3,7 @@
 import { RegistryError, type RegistryHelper } from '../../../native/helper.js';
 import { systemClock } from '../clock.js';
 import { segmentName } from '../registry/abi.js';
+import { BrokenRegistryNotice } from '../registry/broken.js';
 import { RegistryMember, processBootUs, startHeartbeat } from '../registry/member.js';
 import { RegistryObserver } from '../registry/observer.js';
 import { RegistrySegment } from '../registry/segment.js';
@@ -37,11 +38,16 @@ export async function runJoin(options: JoinOptions, io: CommandIo, helper: Regis
   io.out(bootLogLine(options.gpuKey, slot, options.weight, alive));
 
   const failure = failureLatch();
+  // A registry truncated under us is broken, not fatal: said once, then we keep trying.
+  const broken = new BrokenRegistryNotice((line, state) => io.err(state === 'broken' ? `gpu-share: ${line}; heartbeating on until it is valid again` : `gpu-share: ${line}`));
   const heartbeat = startHeartbeat(member, (result) => {
     if (result === 'rejoined') {
+      broken.succeeded();
       io.err(`gpu-share: our slot was reclaimed (stopped for more than 3 s?); rejoined ${segmentName(options.gpuKey)} slot ${member.slot}`);
     } else if (result instanceof Error) {
-      failure.fail(result);
+      if (!broken.failed(result)) failure.fail(result);
+    } else {
+      broken.succeeded();
     }
   });
   const watcher = new RegistryObserver(clock, true);
@@ -50,7 +56,7 @@ export async function runJoin(options: JoinOptions, io: CommandIo, helper: Regis
         try {
           io.out(JSON.stringify(watcher.view(options.gpuKey, segment, member.slot)));
         } catch (error) {
-          failure.fail(error);
+          if (!broken.failed(error)) failure.fail(error);
         }
       }, options.intervalMs)
     : null;

@@ -8,7 +8,7 @@ import { formatPeersTable } from '../registry/format.js';
 import { unknownKeyNote } from '../registry/keys.js';
 import { RegistryObserver } from '../registry/observer.js';
 import { listSegments } from '../registry/segment-list.js';
-import { RegistrySegment } from '../registry/segment.js';
+import { RegistrySegment, segmentDir } from '../registry/segment.js';
 import type { GpuPeersView } from '../registry/view.js';
 import type { DeviceEntry } from '../telemetry/device-list.js';
 import { failureLatch, stopSignals, type CommandIo } from './io.js';
@@ -63,7 +63,12 @@ export async function runPeers(options: PeersOptions, io: CommandIo, helper: Reg
   // Telemetry (NVML, /proc) is imported only when needed: `peers --gpu-key K` on an existing
   // registry, what scripts and tests run in loops, starts as fast as before.
   const devicesNow = async (): Promise<DeviceEntry[]> => (devices ??= (await import('../telemetry/device-list.js')).listDevices({ wallUs: () => clock.wallUs() }).devices);
-  const ownSegmentKeys = (): string[] => listSegments().filter((s) => s.mine).map((s) => s.key);
+  /** The keys of this user's registries among those we can name (devices' and the one asked
+   *  for): segment files are named by a hash, so a key is known only by hashing it. */
+  const ownSegmentKeys = async (): Promise<string[]> => {
+    const known = [...(await devicesNow()).map((d) => d.key), ...(options.gpuKey === undefined ? [] : [options.gpuKey])];
+    return listSegments(segmentDir(helper), known).flatMap((s) => (s.mine && s.key !== null ? [s.key] : []));
+  };
   const render = (view: GpuPeersView): string => (options.json ? JSON.stringify(view) : formatPeersTable(view));
   /** Segments refused or foreign in all-devices mode: said once each, the others still shown. */
   const said = new Set<string>();
@@ -73,12 +78,12 @@ export async function runPeers(options: PeersOptions, io: CommandIo, helper: Reg
       const { view, exists } = watchedOf(options.gpuKey).read();
       if (!exists && !said.has(options.gpuKey)) {
         said.add(options.gpuKey);
-        const note = unknownKeyNote(options.gpuKey, await devicesNow(), ownSegmentKeys());
+        const note = unknownKeyNote(options.gpuKey, await devicesNow(), await ownSegmentKeys());
         if (note !== null) io.err(`gpu-share: ${note}`);
       }
       return render(view);
     }
-    const keys = [...new Set([...(await devicesNow()).map((d) => d.key), ...ownSegmentKeys()])];
+    const keys = [...new Set([...(await devicesNow()).map((d) => d.key), ...(await ownSegmentKeys())])];
     const texts: string[] = [];
     for (const key of keys) {
       try {

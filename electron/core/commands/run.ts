@@ -19,6 +19,7 @@ import { RegistryError, type RegistryHelper } from '../../../native/helper.js';
 import type { ProcessControl } from '../../../native/process-control.js';
 import { monotonicUs, systemClock } from '../clock.js';
 import { segmentName } from '../registry/abi.js';
+import { BrokenRegistryNotice } from '../registry/broken.js';
 import { RegistryMember, startHeartbeat } from '../registry/member.js';
 import { RegistryObserver } from '../registry/observer.js';
 import { RegistrySegment } from '../registry/segment.js';
@@ -272,11 +273,25 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
 
   const activity = metrics ?? cpuActivity(control);
   const watcher = new RegistryObserver(clock, true);
+  // A registry truncated under us is broken: the command runs unpaced (no peers: never
+  // suspended) with one line, and is paced again once the segment is valid again.
+  const broken = new BrokenRegistryNotice((line, state) =>
+    io.err(state === 'broken' ? `gpu-share: ${line}; running ${options.command} unpaced until it is valid again` : `gpu-share: ${line}; pacing ${options.command} again`),
+  );
   const pacer = new ProcessGate({
     clock,
     control,
     activity,
-    peers: () => watcher.peers(registry),
+    peers: () => {
+      try {
+        const peers = watcher.peers(registry);
+        broken.succeeded();
+        return peers;
+      } catch (error) {
+        if (broken.failed(error)) return [];
+        throw error;
+      }
+    },
   });
   if (!stopping) pacer.add(pid, paced);
   gate = pacer;
@@ -322,7 +337,7 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
 
   const heartbeat = startHeartbeat(paced, (result) => {
     if (result === 'rejoined') io.err(`gpu-share: slot was reclaimed; rejoined ${segmentName(options.gpuKey)} slot ${paced.slot}`);
-    else if (result instanceof Error) io.err(`gpu-share: heartbeat failed: ${result.message}`);
+    else if (result instanceof Error && !broken.failed(result)) io.err(`gpu-share: heartbeat failed: ${result.message}`);
   });
 
   const code = await exited;

@@ -232,6 +232,7 @@ async function main(argv: readonly string[]): Promise<void> {
   let setWeight: ((weight: number) => void) | null = null;
   let peersView: (() => GpuPeersView) | null = null;
   let knowRequests: ((pending: () => number) => void) | null = null;
+  let unpacedBecause: () => string | null = () => 'started without a GPU registry (no --gpu-key)';
   if (options.registry !== null) {
     const { gpuKey, weight, name } = options.registry;
     try {
@@ -241,6 +242,7 @@ async function main(argv: readonly string[]): Promise<void> {
       knowRequests = (pending) => peer.knowRequests(pending);
       setWeight = (w) => peer.setWeight(w);
       peersView = () => peer.view();
+      unpacedBecause = () => peer.unpacedBecause();
       // Overshoot figures for the supervisor's metrics, in batches.
       const reporting = setInterval(() => {
         const overshoots = peer.gate.overshoot.take();
@@ -260,10 +262,12 @@ async function main(argv: readonly string[]): Promise<void> {
         return;
       }
       log('warn', `${error.message}; running unpaced`);
+      const reason = error.message;
+      unpacedBecause = () => reason;
     }
   }
 
-  const host = new Host({ alias: options.alias, modelPath: options.model }, afterStep, log, peersView);
+  const host = new Host({ alias: options.alias, modelPath: options.model }, afterStep, log, peersView, { gpuKey: options.registry?.gpuKey ?? null, unpacedBecause: () => unpacedBecause() });
   // Its own queue says when it is idle: its window goes to the others 150 ms after the last request.
   knowRequests?.((): number => host.pendingRequests);
   // The secret comes in the environment (never argv, which any local user can read) and leaves it.

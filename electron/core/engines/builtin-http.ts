@@ -254,6 +254,11 @@ export class Host {
     private readonly log: HostLog,
     /** Our device's registry peers (`/gpu/peers`); null when the engine did not join a registry. */
     private readonly peers: (() => GpuPeersView) | null,
+    /** The registry asked for, and why the engine runs unpaced right now (null while paced). */
+    private readonly registry: { gpuKey: string | null; unpacedBecause: () => string | null } = {
+      gpuKey: null,
+      unpacedBecause: () => 'started without a GPU registry (no --gpu-key)',
+    },
   ) {}
 
   /** Generation requests in flight or queued: what the engine's `active` flag follows
@@ -334,7 +339,7 @@ export class Host {
             nCtx: engine?.sequence.contextSize ?? null,
             isProcessing: this.lock.busy,
             chatTemplate: engine?.model.fileInfo.metadata.tokenizer.chat_template ?? null,
-            peers: this.peersView(),
+            peers: this.propsPeers(),
           }),
         );
         return;
@@ -358,6 +363,13 @@ export class Host {
   }
 
   /** The registry view, or null when there is none or it cannot be read now (logged). */
+  /** The peers for /props, or why there are none: /props always has its gpu_share block. */
+  private propsPeers(): GpuPeersView | { gpuKey: string | null; unpacedBecause: string } {
+    const unpaced = this.registry.unpacedBecause();
+    const view = unpaced === null ? this.peersView() : null;
+    return view ?? { gpuKey: this.registry.gpuKey, unpacedBecause: unpaced ?? 'the GPU registry could not be read' };
+  }
+
   private peersView(): GpuPeersView | null {
     if (this.peers === null) return null;
     try {

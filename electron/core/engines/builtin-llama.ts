@@ -9,7 +9,7 @@ import type { GenerationResult } from './builtin-decode.js';
 import * as v from 'valibot';
 import { examine, got, isRecord, openRecord, pathText } from '../schema.js';
 import { DEFAULT_TEMPERATURE, type Checked, type CompletionRequest } from './builtin-openai.js';
-import { buildPropsBlock, type GpuPeersView, type GpuShareProps } from '../registry/view.js';
+import { buildPropsBlock, unpacedPropsBlock, type GpuPeersView, type GpuShareProps } from '../registry/view.js';
 
 const MAX_STOPS = 16;
 const MAX_PREDICT = 1_000_000;
@@ -172,13 +172,13 @@ export interface PropsFacts {
   isProcessing: boolean;
   /** The model's Jinja chat template from its GGUF metadata; null when it has none (or not loaded). */
   chatTemplate: string | null;
-  /** Our registry peers; null when the engine did not join a registry. */
-  peers: GpuPeersView | null;
+  /** Our registry peers, or why the engine runs unpaced (no registry; refused, full, broken). */
+  peers: GpuPeersView | { gpuKey: string | null; unpacedBecause: string };
 }
 
 /** `/props`: llama-server's fields this engine knows, plus the gpu_share block `serve`'s `/props`
- *  carries when the engine is a registry peer. */
-export function propsBody(facts: PropsFacts): Record<string, unknown> & Partial<GpuShareProps> {
+ *  carries: the peers when the engine is paced, `enabled: false` and the reason when it is not. */
+export function propsBody(facts: PropsFacts): Record<string, unknown> & GpuShareProps {
   const slot: Record<string, unknown> = { id: 0 };
   if (facts.nCtx !== null) slot['n_ctx'] = facts.nCtx;
   slot['is_processing'] = facts.isProcessing;
@@ -186,5 +186,6 @@ export function propsBody(facts: PropsFacts): Record<string, unknown> & Partial<
   const props: Record<string, unknown> = { default_generation_settings: slot, total_slots: 1, model_path: facts.modelPath, model_alias: facts.alias };
   if (facts.chatTemplate !== null) props['chat_template'] = facts.chatTemplate;
   props['modalities'] = { vision: false, audio: false };
-  return facts.peers === null ? props : { ...props, ...buildPropsBlock(facts.peers, true) };
+  const block = 'unpacedBecause' in facts.peers ? unpacedPropsBlock(facts.peers.gpuKey, facts.peers.unpacedBecause) : buildPropsBlock(facts.peers, true);
+  return { ...props, ...block };
 }

@@ -13,7 +13,8 @@ import { systemClock } from '../clock.js';
 import { RegistryMember, processBootUs, startHeartbeat } from '../registry/member.js';
 import { RegistryObserver } from '../registry/observer.js';
 import { RegistrySegment } from '../registry/segment.js';
-import type { GpuPeersView } from '../registry/view.js';
+import type { AlivePeer, GpuPeersView } from '../registry/view.js';
+import { BrokenRegistryNotice } from '../registry/broken.js';
 import { KNOWN_IDLE_HYSTERESIS_US } from './busy.js';
 import { CooperativeGate, sleepUs, type GateDecision } from './gate.js';
 
@@ -27,8 +28,10 @@ export interface PacedPeer {
   /** A new weight, written to our slot at once (the supervisor's slider). */
   setWeight(weight: number): void;
   /** Our device's `/gpu/peers` view, with us as self (the one `serve` builds, buildPeersView).
-   *  Throws RegistryError when the segment's header is no longer ABI v1. */
+   *  Throws RegistryError when the segment's header is no longer ABI v1, or it is broken. */
   view(): GpuPeersView;
+  /** Why we run unpaced now (the registry is broken: truncated under us); null while paced. */
+  unpacedBecause(): string | null;
   /** Free the slot and stop the timers (safe to call twice). */
   leave(): void;
 }
@@ -48,6 +51,25 @@ export function joinAsPacedPeer(helper: RegistryHelper, options: { gpuKey: strin
     throw error;
   }
   const observer = new RegistryObserver(clock, true);
+  // A registry truncated under us is broken: no peers (never waits) until it is valid again.
+  const broken = new BrokenRegistryNotice((line, state) => log('warn', state === 'broken' ? `${line}; running unpaced until it is valid again` : `${line}; paced again`));
+  const peers = (): AlivePeer[] => {
+    try {
+      const alive = observer.peers(segment);
+      broken.succeeded();
+      return alive;
+    } catch (error) {
+      if (broken.failed(error)) return [];
+      throw error;
+    }
+  };
+  const setFields = (fields: Parameters<RegistryMember['set']>[0]): void => {
+    try {
+      member.set(fields);
+    } catch (error) {
+      if (!broken.failed(error)) throw error;
+    }
+  };
   // Known activity: null until the engine says it knows its requests. A request is seen by its
   // decode steps (`stepped`, set at every step without reading a clock) or by `pendingOf()` at a
   // tick, so that one that begins and ends between two ticks still counts.
@@ -68,24 +90,19 @@ export function joinAsPacedPeer(helper: RegistryHelper, options: { gpuKey: strin
   const writeActive = (active: boolean | null): void => {
     if (active === null || active === written) return;
     written = active;
-    member.set({ active });
+    setFields({ active });
   };
-  const gate = new CooperativeGate(
-    {
-      peers: () => observer.peers(segment),
-      selfSlot: () => member.slot,
-      publish: (fields) => {
-        const active = knownActive() ?? fields.active;
-        written = active;
-        member.set({ ...fields, active });
-      },
-    },
-    clock,
-    sleepUs,
-  );
+  const publish = (fields: Parameters<RegistryMember['set']>[0]): void => {
+    const active = knownActive() ?? fields.active;
+    written = active ?? null;
+    setFields({ ...fields, ...(active === undefined ? {} : { active }) });
+  };
+  const gate = new CooperativeGate({ peers, selfSlot: () => member.slot, publish }, clock, sleepUs);
   const heartbeat = startHeartbeat(member, (result) => {
     if (result === 'rejoined') log('warn', `our registry slot was reclaimed (stopped for more than 3 s?); rejoined slot ${String(member.slot)}`);
-    else if (result instanceof Error) log('error', `registry heartbeat failed: ${result.message}`);
+    else if (result instanceof Error) {
+      if (!broken.failed(result)) log('error', `registry heartbeat failed: ${result.message}`);
+    }
   });
   const refresh = setInterval(() => {
     try {
@@ -109,8 +126,9 @@ export function joinAsPacedPeer(helper: RegistryHelper, options: { gpuKey: strin
       writeActive(knownActive());
     },
     slot,
-    setWeight: (weight) => void member.set({ weight }),
+    setWeight: (weight) => publish({ weight }),
     view: () => observer.view(options.gpuKey, segment, member.slot),
+    unpacedBecause: () => broken.brokenReason,
     leave: () => {
       if (left) return;
       left = true;

@@ -1,7 +1,7 @@
 /**
  * plan(request, snapshot, policy) → PlacementPlan. Pure and deterministic: it reads nothing but
  * its arguments, logs nothing and acts on nothing; the same function serves dry-runs and real
- * loads. Accounting (DESIGN.md):
+ * loads. Accounting (docs/planner.md):
  *
  *   physical_used      = max(observed_used, attributed_managed_resident)
  *   unmanaged_external = max(0, observed_used − attributed_managed_resident)

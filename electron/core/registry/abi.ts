@@ -1,5 +1,5 @@
 /**
- * Registry ABI v1: the byte layout of DESIGN.md, mirrored from native/gpushare.h: the natural C
+ * Registry ABI v1: the byte layout of docs/registry.md, mirrored from native/gpushare.h: the natural C
  * layout of opencoti's field list, with our `seq` and `owner_pid` in its alignment holes. A test
  * compiles a C program against the header (and against opencoti's field list alone) and checks
  * that these offsets equal the C compiler's.
@@ -39,7 +39,8 @@ export function slotOffset(index: number): number {
   return HEADER_SIZE + SLOT_SIZE * index;
 }
 
-/** The POSIX shm_open name; Windows uses `Local\opencoti-gpu-<key>`. */
+/** The name opencoti's peers give cosmopolitan's shm_open; the file it stands for is in
+ *  location.ts. */
 export function segmentName(gpuKey: string): string {
   return `/opencoti-gpu-${gpuKey}`;
 }

@@ -1,7 +1,9 @@
 /**
  * Decode a registry snapshot into typed slots. Everything in a segment is untrusted: any byte
- * pattern decodes without throwing. Weights are sanitised, names are display-only text, and a
- * slot whose seq is odd (or that the native snapshot reported torn) is not a peer.
+ * pattern decodes without throwing. Weights are used as written when finite and > 0, names are
+ * display-only text. The alignment holes (seq, owner_pid) are hints: a peer written from
+ * opencoti's field list alone may leave garbage there, so a slot is never hidden because of them;
+ * one the native snapshot could not read consistently after its retries is used as read.
  */
 import {
   HEADER_OFFSET,
@@ -14,7 +16,8 @@ import {
   slotOffset,
 } from './abi.js';
 
-/** Weights outside this range are clamped; NaN, ±∞ and ≤ 0 become DEFAULT_WEIGHT. */
+/** The range of weights we write (flags, settings, API). A weight another peer wrote is used as
+ *  is when finite and > 0 (opencoti's 500 is 500); NaN, ±∞ and ≤ 0 become DEFAULT_WEIGHT. */
 export const MIN_WEIGHT = 0.01;
 export const MAX_WEIGHT = 100;
 export const DEFAULT_WEIGHT = 1;
@@ -29,19 +32,21 @@ export interface SlotRecord {
   readonly bootUs: number;
   /** The weight used for shares, after sanitising. */
   readonly weight: number;
-  /** Set when the stored weight was NaN, infinite, ≤ 0 or outside [MIN_WEIGHT, MAX_WEIGHT]. */
+  /** Set when the stored weight was NaN, infinite or ≤ 0 (DEFAULT_WEIGHT is used instead). */
   readonly weightSanitised: boolean;
   readonly active: boolean;
   readonly heartbeatUs: number;
   /** Clamped to [0, 1e6]. */
   readonly busyPpm: number;
-  /** The process writing the slot; `pid` when the stored owner_pid is 0. */
+  /** The process writing the slot; `pid` when the stored owner_pid is 0. A hint (a hole another
+   *  peer may fill with anything): believe it only where it names a process we know (ours, or the
+   *  supervisor of an engine we started). */
   readonly ownerPid: number;
   readonly name: string;
 }
 
-/** An occupied slot whose fields could not be read consistently. Only pid and heartbeat (each
- *  one atomic word) are trusted: enough to tell whether it may be reclaimed. */
+/** An occupied slot whose fields kept changing through every retry of the native snapshot. It is
+ *  in `slots` too, used as read; pid and heartbeat (each one atomic word) are exact. */
 export interface TornSlot {
   readonly slot: number;
   readonly pid: number;
@@ -51,10 +56,11 @@ export interface TornSlot {
 export interface DecodedSegment {
   /** null when the header matches ABI v1; otherwise nothing else was decoded. */
   readonly headerProblem: HeaderProblem | null;
-  /** Occupied, consistent slots in slot order. */
+  /** Occupied slots in slot order, torn ones included (used as read). */
   readonly slots: readonly SlotRecord[];
+  /** The occupied slots among them that were torn. */
   readonly torn: readonly TornSlot[];
-  /** Indices of free slots (pid 0, not torn). */
+  /** Indices of free slots (pid 0). */
   readonly free: readonly number[];
 }
 
@@ -62,8 +68,6 @@ const utf8 = new TextDecoder('utf-8', { fatal: false });
 
 export function sanitiseWeight(raw: number): { weight: number; sanitised: boolean } {
   if (!Number.isFinite(raw) || raw <= 0) return { weight: DEFAULT_WEIGHT, sanitised: true };
-  if (raw < MIN_WEIGHT) return { weight: MIN_WEIGHT, sanitised: true };
-  if (raw > MAX_WEIGHT) return { weight: MAX_WEIGHT, sanitised: true };
   return { weight: raw, sanitised: false };
 }
 
@@ -118,7 +122,8 @@ export function checkHeader(view: DataView): HeaderProblem | null {
 
 /**
  * @param bytes a copy of the whole segment (SEGMENT_SIZE bytes)
- * @param tornMask bit i set when the native snapshot could not read slot i consistently
+ * @param tornMask bit i set when the native snapshot could not read slot i consistently: the slot
+ *   is still decoded, as read (the seq hole is a hint, never a condition)
  */
 export function decodeSegment(bytes: Uint8Array, tornMask = 0): DecodedSegment {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -132,15 +137,11 @@ export function decodeSegment(bytes: Uint8Array, tornMask = 0): DecodedSegment {
     const pid = view.getUint32(base + SLOT_OFFSET.pid, true);
     const seq = view.getUint32(base + SLOT_OFFSET.seq, true);
     const heartbeatUs = readI64(view, base + SLOT_OFFSET.heartbeat_us);
-    const isTorn = (tornMask & (1 << slot)) !== 0 || (seq & 1) === 1;
-    if (isTorn) {
-      if (pid !== 0) torn.push({ slot, pid, heartbeatUs });
-      continue;
-    }
     if (pid === 0) {
       free.push(slot);
       continue;
     }
+    if ((tornMask & (1 << slot)) !== 0) torn.push({ slot, pid, heartbeatUs });
     const { weight, sanitised } = sanitiseWeight(view.getFloat32(base + SLOT_OFFSET.weight, true));
     const busyRaw = view.getUint32(base + SLOT_OFFSET.busy_ppm, true);
     slots.push({

@@ -7,6 +7,7 @@ import { RegistryError } from '../../../native/helper.js';
 import type { Clock } from '../clock.js';
 import { SLOT_COUNT } from './abi.js';
 import type { DecodedSegment } from './codec.js';
+import { isBrokenRegistry } from './broken.js';
 import { isAliveOneShot } from './liveness.js';
 import { headerProblemError, type SegmentPort } from './segment.js';
 
@@ -33,11 +34,10 @@ export interface SlotCandidate {
 }
 
 /** Slots a joiner may take, lowest index first: free ones, and ones whose heartbeat is dead on
- *  the wall clock (torn slots included: pid and heartbeat are atomic words). Pure. */
+ *  the wall clock (torn slots included, as read: pid and heartbeat are atomic words). Pure. */
 export function claimCandidates(decoded: DecodedSegment, wallNowUs: number, self: { pid: number }): SlotCandidate[] {
   const candidates: SlotCandidate[] = decoded.free.map((slot) => ({ slot, expectedPid: 0, expectedHeartbeatUs: 0 }));
-  const occupied = [...decoded.slots, ...decoded.torn];
-  for (const record of occupied) {
+  for (const record of decoded.slots) {
     // A dead slot holding our own pid is skipped: a CAS of pid → pid proves nothing.
     if (record.pid !== self.pid && !isAliveOneShot(record.heartbeatUs, wallNowUs)) {
       candidates.push({ slot: record.slot, expectedPid: record.pid, expectedHeartbeatUs: record.heartbeatUs });
@@ -119,35 +119,47 @@ export class RegistryMember {
     return 'rejoined';
   }
 
-  /** Change what others see of us: one seq-bracketed update. */
-  set(fields: Partial<Pick<MemberIdentity, 'weight' | 'active' | 'name'>> & { busyPpm?: number }): TickResult {
+  /** Change what others see of us: one seq-bracketed update. In a broken registry (truncated
+   *  under us) nothing can be written: the fields are kept for when it is valid again, and
+   *  'broken' says so (the heartbeat, which rejoins, reports the breakage). */
+  set(fields: Partial<Pick<MemberIdentity, 'weight' | 'active' | 'name'>> & { busyPpm?: number }): TickResult | 'broken' {
     const { busyPpm, ...rest } = fields;
     this.identity = { ...this.identity, ...rest };
     if (busyPpm !== undefined) this.busyPpm = busyPpm;
-    if (this.slotIndex === null) {
+    try {
+      if (this.slotIndex === null) {
+        this.join();
+        return 'rejoined';
+      }
+      const { pid, bootUs, weight, active, ownerPid, name } = this.identity;
+      const ok = this.segment.update(this.slotIndex, pid, bootUs, {
+        weight,
+        active,
+        busyPpm: this.busyPpm,
+        ownerPid,
+        ...(fields.name !== undefined ? { name } : {}),
+      });
+      if (ok) return 'ok';
+      this.slotIndex = null;
       this.join();
       return 'rejoined';
+    } catch (error) {
+      if (isBrokenRegistry(error)) return 'broken';
+      throw error;
     }
-    const { pid, bootUs, weight, active, ownerPid, name } = this.identity;
-    const ok = this.segment.update(this.slotIndex, pid, bootUs, {
-      weight,
-      active,
-      busyPpm: this.busyPpm,
-      ownerPid,
-      ...(fields.name !== undefined ? { name } : {}),
-    });
-    if (ok) return 'ok';
-    this.slotIndex = null;
-    this.join();
-    return 'rejoined';
   }
 
-  /** Free the slot (if it is still ours). */
+  /** Free the slot (if it is still ours). In a broken registry there is nothing to free: the
+   *  slot, if it ever comes back, ages out in 3 s. */
   leave(): void {
     if (this.slotIndex === null) return;
     const slot = this.slotIndex;
     this.slotIndex = null;
-    this.segment.release(slot, this.identity.pid, this.identity.bootUs);
+    try {
+      this.segment.release(slot, this.identity.pid, this.identity.bootUs);
+    } catch (error) {
+      if (!isBrokenRegistry(error)) throw error;
+    }
   }
 }
 

@@ -50,14 +50,20 @@ export interface GpuPeersView {
   peers: PeerView[];
 }
 
+/** The `/props` block: the `/gpu/peers` view and whether the engine is paced. */
+export interface GpuShareBlock {
+  /** false when the engine runs unpaced: no registry, or one refused, full or broken. */
+  enabled: boolean;
+  gpu_key: string;
+  self: SelfView | null;
+  peers: PeerView[];
+  /** Why it is not enabled (only then). */
+  reason?: string;
+}
+
 export interface GpuShareProps {
   opencoti: {
-    gpu_share: {
-      enabled: boolean;
-      gpu_key: string;
-      self: SelfView | null;
-      peers: PeerView[];
-    };
+    gpu_share: GpuShareBlock;
   };
 }
 
@@ -94,6 +100,11 @@ export function buildPeersView(gpuKey: string, peers: readonly AlivePeer[], self
 
 export function buildPropsBlock(view: GpuPeersView, enabled: boolean): GpuShareProps {
   return { opencoti: { gpu_share: { enabled, gpu_key: view.gpu_key, self: view.self, peers: view.peers } } };
+}
+
+/** The block of an engine that runs unpaced, with the reason; gpu_key is '' when it has none. */
+export function unpacedPropsBlock(gpuKey: string | null, reason: string): GpuShareProps {
+  return { opencoti: { gpu_share: { enabled: false, gpu_key: gpuKey ?? '', self: null, peers: [], reason } } };
 }
 
 /** `gpu-share: joined /opencoti-gpu-<key> slot 2 (weight 1.5, 3 peers alive)`; the count includes
