@@ -126,7 +126,7 @@ export function joinAsPacedPeer(helper: RegistryHelper, options: { gpuKey: strin
       writeActive(knownActive());
     },
     slot,
-    setWeight: (weight) => publish({ weight }),
+    setWeight: (weight) => setFields({ weight }),
     view: () => observer.view(options.gpuKey, segment, member.slot),
     unpacedBecause: () => broken.brokenReason,
     leave: () => {
