@@ -17,7 +17,7 @@ import { checkGpuKey, checkIntervalMs, checkName, checkWeight, checkWholeNumber,
 // conf (~150 ms), which `join`, `peers` and every `run` supervisor should not pay for at start.
 
 /** Errors a user can act on, by name: printed as one line, no stack. */
-const EXPECTED_ERRORS = new Set(['RegistryError', 'DeviceChoiceError', 'PlanCommandError', 'PlannerInputError', 'TelemetryError', 'NvmlCallError', 'EstimateError', 'EnvelopeFileError', 'ProfileError', 'ProfileNotFoundError', 'SupervisorError', 'SettingsFileError']);
+const EXPECTED_ERRORS = new Set(['RegistryError', 'DeviceChoiceError', 'PlanCommandError', 'PlannerInputError', 'TelemetryError', 'NvmlCallError', 'EstimateError', 'EnvelopeFileError', 'ProfileError', 'ProfileNotFoundError', 'SupervisorError', 'SettingsFileError', 'DataFileError', 'DataDirError', 'DataLockError']);
 /** Of those, the ones that mean a bad flag value (exit code 2). */
 const USAGE_ERRORS = new Set(['PlanCommandError', 'DeviceChoiceError']);
 

@@ -20,6 +20,7 @@ import type { PlacementPlan } from '../planner/types.js';
 import { discoverTelemetry } from '../telemetry/discovery.js';
 import { trackEngineTrees } from '../telemetry/resident.js';
 import { engineTreesOf, foldEngineTrees } from '../telemetry/engine-trees.js';
+import { checkDataDir } from '../data-files.js';
 import { listEngines, residentsSupervisedElsewhere } from '../engines/engine-files.js';
 import type { CommandIo } from './io.js';
 
@@ -52,6 +53,7 @@ export class PlanCommandError extends Error {
 }
 
 export async function runPlan(options: PlanOptions, io: CommandIo, clock: Clock): Promise<number> {
+  checkDataDir(options.dataDir, { create: false });
   if (!existsSync(options.model) || !statSync(options.model).isFile()) throw new PlanCommandError(`--model: no such file: ${options.model}`);
   // The model file first: one that cannot load is planned as REJECT_HEALTH with the problem's code.
   const check = await inspectModelFile(options.model);
