@@ -167,6 +167,7 @@ describe('serve: streams and bodies', () => {
     writeFileSync(`${file}.new`, settingsWith(TOKEN_B), { mode: 0o600 });
     const rotatedAt = Date.now();
     renameSync(`${file}.new`, file);
+    served.token = TOKEN_B;
     const endedAt = await Promise.race([stream.ended, new Promise<number>((r) => setTimeout(() => r(-1), 5_000))]);
     expect(endedAt, 'the stream still runs 5 s after the rotation').toBeGreaterThan(0);
     // Within 1 s by design (a check every 250 ms); the margin is for a loaded machine.
@@ -174,7 +175,6 @@ describe('serve: streams and bodies', () => {
     expect(stream.received().slice(before)).not.toContain(TOKEN_B);
     expect((await call(served, 'GET', '/api/state', undefined, TOKEN_A)).status).toBe(401);
     expect((await call(served, 'GET', '/api/state', undefined, TOKEN_B)).status).toBe(200);
-    served.token = TOKEN_B;
   }, 30_000);
 
   it(`at most ${MAX_EVENT_STREAMS} event streams: the next is a 429 naming the limit`, async () => {
