@@ -29,7 +29,7 @@ export interface StreamsResult {
   rssBeforeMiB: number;
   rssPeakMiB: number;
   rssEndMiB: number;
-  propsMs: { median: number; max: number; samples: number };
+  propsMs: { median: number; max: number; samples: number; slowestAtS: number };
   load: [number, number, number];
 }
 
@@ -93,9 +93,13 @@ export async function runStreamsBench(options: { streams: number; seconds: numbe
     }
     let rssPeakMiB = rssBeforeMiB;
     const latencies: number[] = [];
-    const until = Date.now() + options.seconds * 1000;
+    const opened = Date.now();
+    const until = opened + options.seconds * 1000;
+    let slowest = { ms: 0, atS: 0 };
     while (Date.now() < until) {
-      latencies.push(await propsLatency(base));
+      const ms = await propsLatency(base);
+      latencies.push(ms);
+      if (ms > slowest.ms) slowest = { ms, atS: Math.round((Date.now() - opened) / 100) / 10 };
       rssPeakMiB = Math.max(rssPeakMiB, rssMiB(pid));
       await new Promise((r) => setTimeout(r, 500));
     }
@@ -110,7 +114,7 @@ export async function runStreamsBench(options: { streams: number; seconds: numbe
       rssBeforeMiB,
       rssPeakMiB,
       rssEndMiB,
-      propsMs: { median: Math.round(latencies[Math.floor(latencies.length / 2)] ?? 0), max: Math.round(latencies.at(-1) ?? 0), samples: latencies.length },
+      propsMs: { median: Math.round(latencies[Math.floor(latencies.length / 2)] ?? 0), max: Math.round(latencies.at(-1) ?? 0), samples: latencies.length, slowestAtS: slowest.atS },
       load: loadavg().map((n) => Math.round(n * 100) / 100) as [number, number, number],
     };
     return result;
@@ -140,7 +144,7 @@ async function main(): Promise<void> {
   const rows: [string, string][] = [
     ['streams opened / accepted / refused (429) / dropped (not reading)', `${result.streams} / ${result.accepted} / ${result.refused} / ${result.dropped}`],
     [`serve RSS before / peak / end over ${result.seconds} s (MiB)`, `${result.rssBeforeMiB} / ${result.rssPeakMiB} / ${result.rssEndMiB} (growth ${result.rssPeakMiB - result.rssBeforeMiB})`],
-    ['/props latency median / max (ms)', `${result.propsMs.median} / ${result.propsMs.max} (${result.propsMs.samples} samples)`],
+    ['/props latency median / max (ms)', `${result.propsMs.median} / ${result.propsMs.max} (${result.propsMs.samples} samples; the slowest ${result.propsMs.slowestAtS} s after the streams opened)`],
     ['load average (1, 5, 15 min)', result.load.join(', ')],
   ];
   for (const [k, v] of rows) process.stdout.write(`${k.padEnd(68)} ${v}\n`);

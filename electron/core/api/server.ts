@@ -160,12 +160,18 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
   let keepAlive: NodeJS.Timeout | null = null;
   /** One event to every stream: serialised once; a stream whose token is no longer valid ends
    *  before it gets it; one whose client has not read its last STREAM_BUFFER_LIMIT_BYTES is dropped. */
-  const broadcast = (text: string): void => {
+  const broadcast = (text: string, carriesToken: boolean): void => {
     if (streams.size === 0) return;
-    const current = tokens();
+    // Only a state event carries the token: it is checked before one goes out (a rotation between
+    // two checks must not deliver the new token to the old one's holder); other events rely on
+    // the check every TOKEN_CHECK_INTERVAL_MS.
+    const current = carriesToken ? tokens() : null;
     for (const stream of streams) {
-      if (!stillValid(current, stream.use)) stream.res.destroy();
-      else if (stream.res.writableLength > STREAM_BUFFER_LIMIT_BYTES) {
+      if (current !== null && !stillValid(current, stream.use)) {
+        streams.delete(stream);
+        stream.res.destroy();
+      } else if (stream.res.writableLength > STREAM_BUFFER_LIMIT_BYTES) {
+        streams.delete(stream);
         log(`api: dropped an event stream whose client did not read (${stream.res.writableLength} bytes waiting)`);
         stream.res.destroy();
       } else stream.res.write(text);
@@ -253,9 +259,9 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
     res.write(eventText({ type: 'state', state: core.snapshot() }));
     const stream: EventStream = { res, use };
     streams.add(stream);
-    if (unsubscribeStreams === null) unsubscribeStreams = core.subscribe((event) => broadcast(eventText(event)));
+    if (unsubscribeStreams === null) unsubscribeStreams = core.subscribe((event) => broadcast(eventText(event), event.type === 'state'));
     // A comment now and then keeps proxies and idle timeouts from closing a quiet stream.
-    keepAlive ??= setInterval(() => broadcast(': keep-alive\n\n'), KEEP_ALIVE_COMMENT_MS);
+    keepAlive ??= setInterval(() => broadcast(': keep-alive\n\n', false), KEEP_ALIVE_COMMENT_MS);
     res.on('close', () => {
       streams.delete(stream);
       if (streams.size > 0) return;

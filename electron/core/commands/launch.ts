@@ -237,7 +237,8 @@ export function runEngines(options: { dataDir: string; json: boolean }, io: Comm
   }
   // Records that cannot be read while their supervisor runs: an engine is there all the same.
   for (const u of unreadable) io.err(`gpu-share: engine record ${u.file} cannot be read (${u.problem}); its supervisor (pid ${u.supervisorPid}) is running`);
-  if (engines.length === 0 && unreadable.length === 0) {
+  if (engines.length === 0) {
+    if (unreadable.length > 0) return 0;
     // A folder that is not there is usually a mistyped --data-dir: say which one was read.
     const where = existsSync(options.dataDir) ? '' : ` in ${options.dataDir} (no such folder: serve and launch keep engines in their --data-dir)`;
     io.out(`no engines running${where} (start one with: gpu-share launch PROFILE or --model FILE.gguf)`);
