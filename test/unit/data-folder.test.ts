@@ -191,6 +191,17 @@ describe('engine records', () => {
     expect(existsSync(file)).toBe(true);
   });
 
+  it('an engines folder that is a link is refused, not followed', () => {
+    const elsewhere = join(dir, 'elsewhere');
+    mkdirSync(elsewhere);
+    const data = join(dir, 'data');
+    mkdirSync(data);
+    symlinkSync(elsewhere, join(data, 'engines'));
+    expect(() => writeEngineFile(data, record('e3'))).toThrow(`${join(data, 'engines')}: is a symbolic link: refused`);
+    expect(() => listEngineRecords(data)).toThrow(/is a symbolic link/);
+    expect(readdirSync(elsewhere)).toEqual([]);
+  });
+
   it.skipIf(!isRoot)('on a full disk the record is not written empty, and the error says so (a 16 kB tmpfs)', () => {
     const mount = join(dir, 'full');
     mkdirSync(mount);

@@ -4,7 +4,7 @@
  * app for each engine they start) and removed when it stops. `gpu-share engines` lists them; a
  * file whose supervisor is gone is stale and removed as it is read.
  */
-import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { DataFileError, jsonProblem, readDataFile, writeDataFile } from '../data-files.js';
 import type { ManagedResident } from '../planner/types.js';
@@ -37,6 +37,7 @@ const fileOf = (dataDir: string, supervisorPid: number, engineId: string): strin
  *  and the DataFileError says the record is missing. */
 export function writeEngineFile(dataDir: string, state: EngineStateFile): void {
   mkdirSync(enginesDir(dataDir), { recursive: true, mode: 0o700 });
+  checkEnginesDir(dataDir);
   writeDataFile(fileOf(dataDir, state.supervisorPid, state.id), `${JSON.stringify(state)}\n`);
 }
 
@@ -52,6 +53,15 @@ function alive(pid: number): boolean {
     // EPERM: it exists, owned by someone else.
     return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
+}
+
+/** `engines/` must be a folder of this user, not a link to one elsewhere (a DataFileError). */
+function checkEnginesDir(dataDir: string): void {
+  const dir = enginesDir(dataDir);
+  const stat = lstatSync(dir);
+  const uid = process.platform === 'win32' ? null : (process.getuid?.() ?? null);
+  if (!stat.isDirectory()) throw new DataFileError(dir, `is ${stat.isSymbolicLink() ? 'a symbolic link' : 'not a folder'}: refused (not followed); remove it`, 'unsafe');
+  if (uid !== null && stat.uid !== uid) throw new DataFileError(dir, `belongs to user ${stat.uid}, not to this user (${uid}): refused; remove it`, 'unsafe');
 }
 
 /** A record that could not be read while its supervisor runs: kept, and reported. */
@@ -77,6 +87,7 @@ export function listEngineRecords(dataDir: string): { engines: EngineStateFile[]
   const engines: EngineStateFile[] = [];
   const unreadable: UnreadableEngineFile[] = [];
   if (!existsSync(dir)) return { engines, unreadable };
+  checkEnginesDir(dataDir);
   for (const name of readdirSync(dir).filter((f) => f.endsWith('.json'))) {
     const file = join(dir, name);
     const namedSupervisor = supervisorOfName(name);
