@@ -13,11 +13,11 @@ import { defaultDataDir } from './core/paths.js';
 import { shareRegistries } from './core/registry/segment.js';
 import { checkGpuKey, checkIntervalMs, checkName, checkWeight, checkWholeNumber, type Checked } from './core/registry/validate.js';
 
-// Each command's module is imported when it runs: `plan` and `launch` bring node-llama-cpp and
-// conf (~150 ms), which `join`, `peers` and every `run` supervisor should not pay for at start.
+// Each command's module is imported when it runs: `plan` and `launch` bring node-llama-cpp
+// (~150 ms), which `join`, `peers` and every `run` supervisor should not pay for at start.
 
 /** Errors a user can act on, by name: printed as one line, no stack. */
-const EXPECTED_ERRORS = new Set(['RegistryError', 'DeviceChoiceError', 'PlanCommandError', 'PlannerInputError', 'TelemetryError', 'NvmlCallError', 'EstimateError', 'EnvelopeFileError', 'ProfileError', 'ProfileNotFoundError', 'SupervisorError', 'SettingsFileError']);
+const EXPECTED_ERRORS = new Set(['RegistryError', 'DeviceChoiceError', 'PlanCommandError', 'PlannerInputError', 'TelemetryError', 'NvmlCallError', 'EstimateError', 'EnvelopeFileError', 'ProfileError', 'ProfileNotFoundError', 'SupervisorError', 'SettingsFileError', 'DataFileError', 'DataDirError', 'DataLockError']);
 /** Of those, the ones that mean a bad flag value (exit code 2). */
 const USAGE_ERRORS = new Set(['PlanCommandError', 'DeviceChoiceError']);
 

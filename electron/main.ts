@@ -4,7 +4,6 @@
  * asked for. Quitting stops the engines the app started before the process ends.
  */
 import { app, dialog } from 'electron';
-import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadRegistryHelper } from '../native/helper.js';
@@ -15,7 +14,8 @@ import { DEFAULT_API_PORT, type Verdict } from './core/contract.js';
 import { defaultDataDir, rendererDir } from './core/paths.js';
 import { openNodeSettings } from './core/settings.js';
 import { setupIpc } from './shell/ipc.js';
-import { tidyDataDir } from './core/data-files.js';
+import { checkDataDir, tidyDataDir } from './core/data-files.js';
+import { acquireDataLock } from './core/data-lock.js';
 import { createShellExtras } from './shell/shell-extras.js';
 import { setupTray } from './shell/tray.js';
 import { createAppSpawn } from './shell/utility-spawn.js';
@@ -113,7 +113,11 @@ function setupQuit(close: () => Promise<void>, beforeClose: () => void): void {
 async function start(): Promise<void> {
   const onVisibility = setupDock();
   const dataDir = defaultDataDir();
-  mkdirSync(dataDir, { recursive: true });
+  // Ours (created 0700; another user's refused), and held: one server per data folder.
+  const folder = checkDataDir(dataDir, { create: true });
+  if (folder.tightened !== null) log(folder.tightened);
+  const lock = acquireDataLock(dataDir, 'app');
+  if (lock.tookOver !== null) log(lock.tookOver);
   tidyDataDir(dataDir);
   // The same file as `gpu-share serve`, through conf as there (electron-store would add an IPC
   // listener of its own, outside the contract, that hands any page the userData path).

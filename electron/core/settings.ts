@@ -3,11 +3,11 @@
  * app both open (openNodeSettings). The API token is created here on first start.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, rmSync, statSync } from 'node:fs';
-import { join } from 'node:path';
-import Conf from 'conf';
+import { lstatSync, mkdirSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
 import * as v from 'valibot';
-import { backupCopy, parseJsonFile } from './data-files.js';
+import { backupCopy, DataFileError, jsonProblem, parseJsonFile, readDataFile, writeDataFile } from './data-files.js';
 import { IDLE_UNLOAD_MINUTES } from './contract.js';
 import { examine, got, openRecord, optionalEntries, pathText, strictRecord, TRUE_OR_FALSE, wholeNumber } from './schema.js';
 
@@ -65,14 +65,26 @@ function settingsProblem(schema: typeof SETTINGS | typeof SETTINGS_FILE, value: 
   return checked.ok ? null : `${checked.problem.keys.length === 0 ? '' : `${pathText('', checked.problem.keys)}: `}${checked.problem.message}`;
 }
 
-/** The file's text as conf reads it: JSON that SETTINGS_FILE
- *  accepts, else a SettingsFileError naming the path and why; conf passes it on unwritten. */
+/** The file's text: JSON that SETTINGS_FILE accepts, else a SettingsFileError saying why. The
+ *  message never quotes the file (it holds tokens): not the JSON parser's excerpt, not the value a
+ *  field got. */
 function parseSettingsFile(text: string): Partial<Settings> {
-  const value = parseJsonFile(text);
+  let value: unknown;
+  try {
+    value = parseJsonFile(text);
+  } catch (error) {
+    throw new SettingsFileError(jsonProblem(error));
+  }
   const problem = settingsProblem(SETTINGS_FILE, value);
-  if (problem !== null) throw new SettingsFileError(problem);
+  if (problem !== null) throw new SettingsFileError(withoutValue(problem));
   return value as Partial<Settings>;
 }
+
+/** `apiToken: must be a token …, got "…"` without what it got. */
+const withoutValue = (problem: string): string => {
+  const at = problem.indexOf(', got ');
+  return at === -1 ? problem : problem.slice(0, at);
+};
 
 export function newToken(): string {
   return randomBytes(32).toString('base64url');
@@ -95,7 +107,7 @@ export class SettingsFileError extends Error {
   override readonly name = 'SettingsFileError';
 }
 
-/** A conf-like store as a SettingsStore. */
+/** A store whose `store` reads the file (throwing on a bad one) and writes it when set. */
 export interface ConfLike {
   store: Settings;
   readonly path: string;
@@ -104,7 +116,8 @@ export interface ConfLike {
 /** What tells a changed file apart: inode, size and modification time ('' when it is gone). */
 function fileStamp(path: string): string {
   try {
-    const stat = statSync(path);
+    // The entry itself: a link or FIFO swapped in changes it, and the re-read refuses it.
+    const stat = lstatSync(path);
     return `${stat.ino}:${stat.size}:${stat.mtimeMs}`;
   } catch {
     return '';
@@ -157,16 +170,45 @@ export function settingsFrom(conf: ConfLike, onProblem: (message: string) => voi
   };
 }
 
-/** Conf's options: the schema on every read, no dot-notation, owner-only (the token). */
-export function settingsConfOptions(apiPort: number): {
-  configName: string;
-  deserialize: (text: string) => Partial<Settings>;
-  defaults: Settings;
-  clearInvalidConfig: false;
-  accessPropertiesByDotNotation: false;
-  configFileMode: number;
-} {
-  return { configName: 'settings', deserialize: parseSettingsFile, defaults: defaultSettings(apiPort), clearInvalidConfig: false, accessPropertiesByDotNotation: false, configFileMode: 0o600 };
+/**
+ * The settings file, read and written as every data file is (data-files.ts: no link followed, no
+ * FIFO waited on, temp file + fsync + rename). Opening it fills in what the file lacks (a new API
+ * token on first start) and writes that back.
+ */
+export class SettingsFile implements ConfLike {
+  constructor(
+    readonly path: string,
+    private readonly defaults: Settings,
+  ) {
+    const read = this.read();
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    const full = { ...defaults, ...read } as Settings;
+    if (!isDeepStrictEqual(full, read)) this.store = full;
+  }
+
+  private read(): Partial<Settings> {
+    let text: string | null;
+    try {
+      text = readDataFile(this.path);
+    } catch (error) {
+      if (error instanceof DataFileError) throw new SettingsFileError(error.problem, { cause: error });
+      throw error;
+    }
+    return text === null ? {} : parseSettingsFile(text);
+  }
+
+  get store(): Settings {
+    return { ...this.defaults, ...this.read() } as Settings;
+  }
+
+  set store(value: Settings) {
+    try {
+      writeDataFile(this.path, `${JSON.stringify(value, null, '\t')}\n`);
+    } catch (error) {
+      if (error instanceof DataFileError) throw new SettingsFileError(`settings file ${this.path}: ${error.problem}`);
+      throw error;
+    }
+  }
 }
 
 /** A settings file that could not be used, and where its bytes were kept. */
@@ -187,7 +229,8 @@ export function openWithRecovery<T extends ConfLike>(open: () => T, file: string
     return { conf: open(), loadProblem: null };
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
-    if (!existsSync(file)) throw new SettingsFileError(`settings file ${file}: ${message}`);
+    // Not a regular file of this user, or not readable: refused as it is, nothing set aside.
+    if (!exists(file) || (error instanceof Error && error.cause instanceof DataFileError)) throw new SettingsFileError(`settings file ${file}: ${message}`);
     const backup = backupCopy(file, nowMs);
     rmSync(file, { force: true });
     try {
@@ -198,12 +241,18 @@ export function openWithRecovery<T extends ConfLike>(open: () => T, file: string
   }
 }
 
+const exists = (file: string): boolean => {
+  try {
+    lstatSync(file);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
 /** The settings file in `dataDir` (serve and the app); a bad file is set aside (loadProblem says so). */
 export function openNodeSettings(dataDir: string, apiPort: number, onProblem?: (message: string) => void): SettingsStore {
   const file = join(dataDir, 'settings.json');
-  const { conf, loadProblem } = openWithRecovery(
-    () => new Conf<Settings>({ cwd: dataDir, fileExtension: 'json', watch: false, ...settingsConfOptions(apiPort) } as ConstructorParameters<typeof Conf<Settings>>[0]),
-    file,
-  );
+  const { conf, loadProblem } = openWithRecovery(() => new SettingsFile(file, defaultSettings(apiPort)), file);
   return { ...settingsFrom(conf, onProblem), loadProblem };
 }

@@ -3,10 +3,73 @@
  * Host allow-list and the bearer token check. Pure helpers plus thin writers on node:http.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { ApiError, type ApiErrorCode } from '../contract.js';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
+/** Arrays and objects inside each other in a JSON body, at most (a deeper body is a 400: nothing
+ *  we take is nested past a dozen levels, and a deep one would exhaust the stack later on). */
+export const JSON_DEPTH_LIMIT = 64;
+
+/** Time to receive a request's headers, the whole request, and between requests on a connection. */
+export const HEADERS_TIMEOUT_MS = 10_000;
+export const REQUEST_TIMEOUT_MS = 30_000;
+export const KEEP_ALIVE_TIMEOUT_MS = 5_000;
+/** A connection with no request in progress that sends nothing for this long is closed. Node's
+ *  headers timeout starts at a request's first byte, so a connection that never sends one would
+ *  otherwise hold its file descriptor for good. */
+export const IDLE_TIMEOUT_MS = 10_000;
+
+/**
+ * The request timeouts of every server of ours (serve's port and each built-in engine's): a client
+ * that sends its headers or body slowly is cut off (answers may stream for long: the request
+ * timeout covers receiving the request only), and so is a connection that sends nothing while no
+ * answer is in progress on it. The server must be created with `connectionsCheckingInterval`
+ * 1000 (SERVER_OPTIONS) for the timeouts to be checked every second (Node's default: 30 s).
+ */
+export function applyRequestTimeouts(server: Server): void {
+  server.headersTimeout = HEADERS_TIMEOUT_MS;
+  server.requestTimeout = REQUEST_TIMEOUT_MS;
+  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+  // Inactivity on a socket: closed when no answer is in progress on it; an answer (a stream
+  // waiting for its engine to load, say) may stay quiet for as long as it needs.
+  const answering = new WeakSet<Socket>();
+  server.timeout = IDLE_TIMEOUT_MS;
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const socket = req.socket;
+    answering.add(socket);
+    res.once('close', () => answering.delete(socket));
+  });
+  server.on('timeout', (socket: Socket) => {
+    if (!answering.has(socket)) socket.destroy();
+  });
+}
+
+/** createServer's options for applyRequestTimeouts: no Host required (our 403, not Node's 400),
+ *  timeouts checked every second. */
+export const SERVER_OPTIONS = { requireHostHeader: false, connectionsCheckingInterval: 1_000 } as const;
+
+/** Whether JSON text nests arrays and objects deeper than `limit` (strings skipped; one pass, no
+ *  recursion, stops at the first level past the limit). */
+export function jsonNestedDeeperThan(text: string, limit: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // a backslash escapes the next character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) {
+      inString = true;
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > limit) return true;
+    } else if (c === 0x5d || c === 0x7d) {
+      depth--;
+    }
+  }
+  return false;
+}
 
 /** The status each error code answers with. */
 export const STATUS_OF: Readonly<Record<ApiErrorCode, number>> = {
@@ -93,7 +156,7 @@ export function sendOpenAiError(res: ServerResponse, error: ApiError, headers: R
 }
 
 /** The body as JSON (an empty body is `{}`); TOO_LARGE past the limit, BAD_REQUEST when it is not
- *  JSON. The limit is checked on the declared length first and on the bytes as they come. */
+ *  JSON or nests deeper than JSON_DEPTH_LIMIT. The limit is checked on the declared length first and on the bytes as they come. */
 export async function readJson(req: IncomingMessage, limit = BODY_LIMIT_BYTES): Promise<unknown> {
   const declared = Number(req.headers['content-length'] ?? '0');
   if (Number.isFinite(declared) && declared > limit) throw new ApiError('TOO_LARGE', `body: ${declared} bytes is over the limit of ${limit}`);
@@ -107,6 +170,7 @@ export async function readJson(req: IncomingMessage, limit = BODY_LIMIT_BYTES): 
   }
   const text = Buffer.concat(chunks).toString('utf8');
   if (text.trim() === '') return {};
+  if (jsonNestedDeeperThan(text, JSON_DEPTH_LIMIT)) throw new ApiError('BAD_REQUEST', `body: JSON nested deeper than ${JSON_DEPTH_LIMIT} levels (the limit)`, { field: 'body' });
   try {
     return JSON.parse(text) as unknown;
   } catch (error) {

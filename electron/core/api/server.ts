@@ -41,17 +41,20 @@ import type { Priority } from '../planner/policy.js';
 import { buildPropsBlock } from '../registry/view.js';
 import { checkGpuKey } from '../registry/validate.js';
 import { Gateway, type CompletionPath } from './gateway.js';
-import { allowedHosts, discardBody, hostAllowed, matchToken, readJson, sendError, sendJson, sendOpenAiError } from './http.js';
+import { allowedHosts, applyRequestTimeouts, discardBody, SERVER_OPTIONS, hostAllowed, matchToken, readJson, sendError, sendJson, sendOpenAiError } from './http.js';
 import { createApiMetrics, type ApiMetrics } from './metrics.js';
 
-/** Time to receive a request's headers, the whole request, and between requests on a connection. */
-export const HEADERS_TIMEOUT_MS = 10_000;
-export const REQUEST_TIMEOUT_MS = 30_000;
-export const KEEP_ALIVE_TIMEOUT_MS = 5_000;
-/** A connection with no request in progress that sends nothing for this long is closed. Node's
- *  headers timeout starts at a request's first byte, so a connection that never sends one would
- *  otherwise hold its file descriptor for good. */
-export const IDLE_TIMEOUT_MS = 10_000;
+export { HEADERS_TIMEOUT_MS, IDLE_TIMEOUT_MS, KEEP_ALIVE_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from './http.js';
+
+/** Event streams open at once, at most: past it, a 429 (each dashboard tab holds one). */
+export const MAX_EVENT_STREAMS = 16;
+/** What an event stream may have waiting in memory for a client that does not read: past it the
+ *  client is dropped. With MAX_EVENT_STREAMS, serve holds at most 16 × 1 MiB for streams. */
+export const STREAM_BUFFER_LIMIT_BYTES = 1024 * 1024;
+/** How often the tokens that connections were opened with are checked again (a rotated or removed
+ *  token ends its streams and connections within this, well under 1 s). */
+export const TOKEN_CHECK_INTERVAL_MS = 250;
+const KEEP_ALIVE_COMMENT_MS = 15_000;
 
 export interface ApiServerOptions {
   core: Core;
@@ -101,6 +104,8 @@ interface RequestContext {
   res: ServerResponse;
   url: URL;
   priority: Priority;
+  /** The token the request was let in with (none on open routes). */
+  tokenUse?: { token: string; dashboard: boolean };
 }
 
 export async function startApiServer(options: ApiServerOptions): Promise<ApiServer> {
@@ -110,16 +115,71 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
   const gateway = new Gateway(core, metrics, log);
   core.attachGateway(gateway.queue);
   const unsubscribeMetrics = core.subscribe((event) => metrics.onEvent(event));
-  const sse = new Set<ServerResponse>();
-
   /** Tokens are read from the settings at each request: a changed token takes effect at once. */
-  const tokens = (): Map<string, { priority: Priority; dashboard: boolean }> => {
+  type TokenMap = Map<string, { token: string; priority: Priority; dashboard: boolean }>;
+  const tokens = (): TokenMap => {
     const settings = core.settings.get();
-    const map = new Map<string, { priority: Priority; dashboard: boolean }>();
-    for (const t of settings.gatewayTokens) map.set(t.token, { priority: t.priority, dashboard: false });
-    map.set(settings.apiToken, { priority: 'interactive', dashboard: true });
+    const map: TokenMap = new Map();
+    for (const t of settings.gatewayTokens) map.set(t.token, { token: t.token, priority: t.priority, dashboard: false });
+    map.set(settings.apiToken, { token: settings.apiToken, priority: 'interactive', dashboard: true });
     return map;
   };
+  const stillValid = (current: TokenMap, use: TokenUse): boolean => {
+    const found = current.get(use.token);
+    return found !== undefined && (!use.dashboard || found.dashboard);
+  };
+
+  /** Each connection's last token (and whether its route needed the dashboard's): checked every
+   *  TOKEN_CHECK_INTERVAL_MS, so that a token rotated or removed ends every stream and connection
+   *  opened with it (an event stream would otherwise carry the new token to the old one's holder). */
+  interface TokenUse {
+    token: string;
+    dashboard: boolean;
+  }
+  const authed = new Map<Socket, TokenUse>();
+  const tokenCheck = setInterval(() => {
+    if (authed.size === 0) return;
+    const current = tokens();
+    for (const [socket, use] of authed) {
+      if (stillValid(current, use)) continue;
+      authed.delete(socket);
+      socket.destroy();
+    }
+  }, TOKEN_CHECK_INTERVAL_MS);
+  tokenCheck.unref();
+  const remember = (socket: Socket, use: TokenUse): void => {
+    if (!authed.has(socket)) socket.once('close', () => authed.delete(socket));
+    authed.set(socket, use);
+  };
+
+  /** The open event streams, fed by one subscription while there is any. */
+  interface EventStream {
+    res: ServerResponse;
+    use: TokenUse;
+  }
+  const streams = new Set<EventStream>();
+  let unsubscribeStreams: (() => void) | null = null;
+  let keepAlive: NodeJS.Timeout | null = null;
+  /** One event to every stream: serialised once; a stream whose token is no longer valid ends
+   *  before it gets it; one whose client has not read its last STREAM_BUFFER_LIMIT_BYTES is dropped. */
+  const broadcast = (text: string, carriesToken: boolean): void => {
+    if (streams.size === 0) return;
+    // Only a state event carries the token: it is checked before one goes out (a rotation between
+    // two checks must not deliver the new token to the old one's holder); other events rely on
+    // the check every TOKEN_CHECK_INTERVAL_MS.
+    const current = carriesToken ? tokens() : null;
+    for (const stream of streams) {
+      if (current !== null && !stillValid(current, stream.use)) {
+        streams.delete(stream);
+        stream.res.destroy();
+      } else if (stream.res.writableLength > STREAM_BUFFER_LIMIT_BYTES) {
+        streams.delete(stream);
+        log(`api: dropped an event stream whose client did not read (${stream.res.writableLength} bytes waiting)`);
+        stream.res.destroy();
+      } else stream.res.write(text);
+    }
+  };
+  const eventText = (event: AppEvent): string => `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
 
   const body = async (ctx: RequestContext): Promise<unknown> => readJson(ctx.req);
   const json = (ctx: RequestContext, value: unknown, status = 200): void => sendJson(ctx.res, status, value);
@@ -148,7 +208,7 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
         ctx.res.end(text);
       },
     },
-    { method: 'GET', pattern: new RegExp(`^${HTTP_EVENTS_PATH}$`), auth: 'dashboard', handle: (ctx) => streamEvents(ctx) },
+    { method: 'GET', pattern: new RegExp(`^${HTTP_EVENTS_PATH}$`), auth: 'dashboard', handle: (ctx) => streamEvents(ctx, ctx.tokenUse ?? { token: '', dashboard: true }) },
     {
       // What `gpu-share plan` plans with when a serve or the app runs for its data folder.
       method: 'GET',
@@ -205,19 +265,25 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
     });
   }
 
-  function streamEvents(ctx: RequestContext): void {
+  function streamEvents(ctx: RequestContext, use: TokenUse): void {
     const { res } = ctx;
+    if (streams.size >= MAX_EVENT_STREAMS) {
+      throw new ApiError('QUEUE_FULL', `event streams: ${streams.size} are open, the limit; close one (each dashboard tab holds one) and try again`);
+    }
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive' });
-    const send = (event: AppEvent): void => void res.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
-    send({ type: 'state', state: core.snapshot() });
-    const unsubscribe = core.subscribe(send);
+    res.write(eventText({ type: 'state', state: core.snapshot() }));
+    const stream: EventStream = { res, use };
+    streams.add(stream);
+    if (unsubscribeStreams === null) unsubscribeStreams = core.subscribe((event) => broadcast(eventText(event), event.type === 'state'));
     // A comment now and then keeps proxies and idle timeouts from closing a quiet stream.
-    const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), 15_000);
-    sse.add(res);
+    keepAlive ??= setInterval(() => broadcast(': keep-alive\n\n', false), KEEP_ALIVE_COMMENT_MS);
     res.on('close', () => {
-      unsubscribe();
-      clearInterval(keepAlive);
-      sse.delete(res);
+      streams.delete(stream);
+      if (streams.size > 0) return;
+      unsubscribeStreams?.();
+      unsubscribeStreams = null;
+      if (keepAlive !== null) clearInterval(keepAlive);
+      keepAlive = null;
     });
   }
 
@@ -263,6 +329,7 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
       return fail(req, res, new ApiError('NOT_FOUND', `no such path: ${url.pathname}`));
     }
     let priority: Priority = 'interactive';
+    let tokenUse: TokenUse | undefined;
     if (route.auth !== 'none') {
       const who = matchToken(req.headers.authorization, tokens());
       if (who === null || (route.auth === 'dashboard' && !who.dashboard)) {
@@ -270,9 +337,11 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
         return fail(req, res, new ApiError('UNAUTHORIZED', req.headers.authorization === undefined ? 'missing bearer token (Authorization: Bearer TOKEN)' : 'wrong token'), { 'www-authenticate': 'Bearer' });
       }
       priority = who.priority;
+      tokenUse = { token: who.token, dashboard: route.auth === 'dashboard' };
+      remember(req.socket, tokenUse);
     }
     const params = (route.pattern.exec(url.pathname) ?? []).slice(1).map(decodeSegment);
-    await route.handle({ req, res, url, priority }, params);
+    await route.handle({ req, res, url, priority, ...(tokenUse === undefined ? {} : { tokenUse }) }, params);
   }
 
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
@@ -288,25 +357,8 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
   const servers: Server[] = [];
   const listen = (host: string, port: number): Promise<Server | null> =>
     new Promise((resolveListen, reject) => {
-      // No Host: our 403, not Node's 400. Timeouts are checked every second (Node's default: 30 s).
-      const server = createServer({ requireHostHeader: false, connectionsCheckingInterval: 1_000 }, onRequest);
-      // A client that sends its headers or body slowly is cut off (answers may stream for long:
-      // the request timeout covers receiving the request only), and so is an idle connection.
-      server.headersTimeout = HEADERS_TIMEOUT_MS;
-      server.requestTimeout = REQUEST_TIMEOUT_MS;
-      server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
-      // Inactivity on a socket: closed when no answer is in progress on it; an answer (a stream
-      // waiting for its engine to load, say) may stay quiet for as long as it needs.
-      const answering = new WeakSet<Socket>();
-      server.timeout = IDLE_TIMEOUT_MS;
-      server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-        const socket = req.socket;
-        answering.add(socket);
-        res.once('close', () => answering.delete(socket));
-      });
-      server.on('timeout', (socket: Socket) => {
-        if (!answering.has(socket)) socket.destroy();
-      });
+      const server = createServer(SERVER_OPTIONS, onRequest);
+      applyRequestTimeouts(server);
       server.once('error', (error: NodeJS.ErrnoException) => {
         // No IPv6 loopback on this machine: serve on 127.0.0.1 alone.
         if (host === '::1' && (error.code === 'EADDRNOTAVAIL' || error.code === 'EAFNOSUPPORT')) resolveListen(null);
@@ -332,7 +384,8 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
     dashboardUrl: `http://127.0.0.1:${port}/#token=${core.settings.get().apiToken}`,
     async close() {
       unsubscribeMetrics();
-      for (const res of sse) res.end();
+      clearInterval(tokenCheck);
+      for (const stream of streams) stream.res.end();
       await Promise.all(
         servers.map(
           (server) =>

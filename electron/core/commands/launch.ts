@@ -23,7 +23,8 @@ import { launchSpecFor } from '../engines/launch-spec.js';
 import { spawnEngineProcess } from '../engines/spawn.js';
 import { parseHostLine } from '../engines/host-protocol.js';
 import { Supervisor, type LaunchSpec, type SupervisorEvent } from '../engines/supervisor.js';
-import { listEngines, removeEngineFile, writeEngineFile } from '../engines/engine-files.js';
+import { checkDataDir } from '../data-files.js';
+import { listEngineRecords, removeEngineFile, writeEngineFile } from '../engines/engine-files.js';
 import { exitCodeForPlan, PlanCommandError } from './plan.js';
 import { DeviceChoiceError } from './keys.js';
 import { chooseGpuKey } from '../registry/keys.js';
@@ -139,6 +140,9 @@ export function launchDeviceOf(options: Pick<LaunchOptions, 'gpuKey' | 'gpu'>, p
 }
 
 export async function runLaunch(options: LaunchOptions, io: CommandIo, clock: Clock): Promise<number> {
+  // It writes its engine's record there: a folder of ours only (data-files.ts).
+  const folder = checkDataDir(options.dataDir, { create: true });
+  if (folder.tightened !== null) io.err(folder.tightened);
   const profile = await resolveProfile(options);
   const { provider, reason } = discoverTelemetry({ simFile: options.simFile, wallUs: () => clock.wallUs() });
   const pressure = new PressureTracker(POLICY_M10_V1);
@@ -233,7 +237,12 @@ export async function runLaunch(options: LaunchOptions, io: CommandIo, clock: Cl
       io.err(`gpu-share: ${profile.name} exited while starting (${engine.exitSignal ?? `exit code ${engine.exitCode}`}); last lines:\n  ${engine.lastLines.slice(-10).join('\n  ')}`);
       return 1;
     }
-    writeEngineFile(options.dataDir, { id: engine.id, profileId: profile.id, name: profile.name, kind: profile.engineKind, pid: engine.pid, supervisorPid: process.pid, port: engine.port, gpuKey, startedAt: new Date().toISOString(), priority: spec.priority, weight: spec.weight, peakBytes: spec.peakBytes });
+    try {
+      writeEngineFile(options.dataDir, { id: engine.id, profileId: profile.id, name: profile.name, kind: profile.engineKind, pid: engine.pid, supervisorPid: process.pid, port: engine.port, gpuKey, startedAt: new Date().toISOString(), priority: spec.priority, weight: spec.weight, peakBytes: spec.peakBytes });
+    } catch (error) {
+      // The engine runs all the same; only `gpu-share engines` and other plans will not see it.
+      io.err(`gpu-share: the engine's record was not written (${error instanceof Error ? error.message : String(error)}); gpu-share engines will not list it`);
+    }
     io.out(`running: ${profile.name} (${profile.engineKind}, pid ${engine.pid}, weight ${spec.weight})${engine.port === null ? '' : ` at http://127.0.0.1:${engine.port}`}; Ctrl-C stops it`);
     const final = await Promise.race([signals.stopped.then(() => supervisor.get(engine.id)), supervisor.whenExited(engine.id)]);
     removeEngineFile(options.dataDir, process.pid, engine.id);
@@ -252,12 +261,17 @@ export async function runLaunch(options: LaunchOptions, io: CommandIo, clock: Cl
 }
 
 export function runEngines(options: { dataDir: string; json: boolean }, io: CommandIo): number {
-  const engines = listEngines(options.dataDir);
+  // Read only: no lock, nothing created; another user's folder is refused all the same.
+  checkDataDir(options.dataDir, { create: false });
+  const { engines, unreadable } = listEngineRecords(options.dataDir);
   if (options.json) {
-    io.out(JSON.stringify({ engines }));
+    io.out(JSON.stringify({ engines, unreadable }));
     return 0;
   }
+  // Records that cannot be read while their supervisor runs: an engine is there all the same.
+  for (const u of unreadable) io.err(`gpu-share: engine record ${u.file} cannot be read (${u.problem}); its supervisor (pid ${u.supervisorPid}) is running`);
   if (engines.length === 0) {
+    if (unreadable.length > 0) return 0;
     // A folder that is not there is usually a mistyped --data-dir: say which one was read.
     const where = existsSync(options.dataDir) ? '' : ` in ${options.dataDir} (no such folder: serve and launch keep engines in their --data-dir)`;
     io.out(`no engines running${where} (start one with: gpu-share launch PROFILE or --model FILE.gguf)`);

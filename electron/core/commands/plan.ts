@@ -29,6 +29,7 @@ import type { DeviceSample } from '../telemetry/types.js';
 import { discoverTelemetry } from '../telemetry/discovery.js';
 import { trackEngineTrees } from '../telemetry/resident.js';
 import { engineTreesOf, foldEngineTrees } from '../telemetry/engine-trees.js';
+import { checkDataDir } from '../data-files.js';
 import { listEngines, residentsSupervisedElsewhere } from '../engines/engine-files.js';
 import type { CommandIo } from './io.js';
 
@@ -178,6 +179,7 @@ async function inputsFromServe(options: PlanOptions, settings: FolderSettings): 
 }
 
 export async function runPlan(options: PlanOptions, io: CommandIo, clock: Clock): Promise<number> {
+  checkDataDir(options.dataDir, { create: false });
   if (!existsSync(options.model) || !statSync(options.model).isFile()) throw new PlanCommandError(`--model: no such file: ${options.model}`);
   // The model file first: one that cannot load is planned as REJECT_HEALTH with the problem's code.
   const check = await inspectModelFile(options.model);

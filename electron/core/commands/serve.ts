@@ -6,10 +6,10 @@
  *
  * SIGINT/SIGTERM stop the engines it started (gracefully; a second signal kills them) and exit.
  */
-import { mkdirSync, readFileSync } from 'node:fs';
 import { createServer as createNetServer } from 'node:net';
 import { join } from 'node:path';
-import { tidyDataDir } from '../data-files.js';
+import { checkDataDir, readDataFile, tidyDataDir } from '../data-files.js';
+import { acquireDataLock } from '../data-lock.js';
 import type { RegistryHelper } from '../../../native/helper.js';
 import type { CoreLaunchers } from '../app-types.js';
 import { startCore } from '../app.js';
@@ -34,7 +34,8 @@ export interface ServeOptions {
 /** The port the settings file asks for, read without creating or changing anything. */
 function settingsPort(dataDir: string): number {
   try {
-    const port = (JSON.parse(readFileSync(join(dataDir, 'settings.json'), 'utf8')) as { apiPort?: unknown }).apiPort;
+    // Never through a link, never waiting on a FIFO: a bad file is named when the settings open.
+    const port = (JSON.parse(readDataFile(join(dataDir, 'settings.json')) ?? '{}') as { apiPort?: unknown } | null)?.apiPort;
     return typeof port === 'number' && Number.isInteger(port) && port > 0 && port < 65536 ? port : DEFAULT_API_PORT;
   } catch {
     return DEFAULT_API_PORT;
@@ -60,7 +61,20 @@ export async function runServe(options: ServeOptions, io: CommandIo, helper: Reg
     io.err(busyPort(port));
     return 1;
   }
-  mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
+  // Ours (created 0700; another user's refused; ours open to others made private), then held:
+  // one server per data folder.
+  const folder = checkDataDir(options.dataDir, { create: true });
+  if (folder.tightened !== null) io.err(folder.tightened);
+  const lock = acquireDataLock(options.dataDir, 'serve');
+  try {
+    if (lock.tookOver !== null) io.err(lock.tookOver);
+    return await serveHolding(options, io, helper, port);
+  } finally {
+    lock.release();
+  }
+}
+
+async function serveHolding(options: ServeOptions, io: CommandIo, helper: RegistryHelper, port: number): Promise<number> {
   // What a crash left behind (temporary files), and files readable by others: fixed first.
   const tidied = tidyDataDir(options.dataDir);
   if (tidied.removedTemps.length > 0) io.err(`data: removed ${tidied.removedTemps.length} temporary file(s) left by an earlier crash`);

@@ -38,7 +38,7 @@ import type { GpuPeersView } from '../registry/view.js';
 import { OVERSHOOT_REPORT_INTERVAL_MS } from '../pacer/overshoot.js';
 import { readControlLines } from './control-protocol.js';
 import { stdinIsPipe } from '../parent-watch.js';
-import { allowedHosts } from '../api/http.js';
+import { allowedHosts, applyRequestTimeouts, SERVER_OPTIONS } from '../api/http.js';
 import type { AfterStep, Engine } from './builtin-decode.js';
 import { errorText, Host, sendError } from './builtin-http.js';
 import { ENGINE_SECRET_ENV } from './engine-secret.js';
@@ -274,14 +274,16 @@ async function main(argv: readonly string[]): Promise<void> {
   const secret = process.env[ENGINE_SECRET_ENV];
   delete process.env[ENGINE_SECRET_ENV];
   if (secret !== undefined && secret !== '') host.door.secret = secret;
-  const server: Server = createServer((req, res) => {
+  // The same request timeouts as serve's port: a client that holds the port open without a token
+  // (slow headers, a slow body, an idle socket) is cut off.
+  const server: Server = createServer(SERVER_OPTIONS, (req, res) => {
     host.handle(req, res).catch((error: unknown) => {
       log('error', `request failed: ${errorText(error)}`);
       if (!res.headersSent) sendError(res, 500, 'internal_error', errorText(error));
       else res.destroy();
     });
   });
-  server.keepAliveTimeout = 5_000;
+  applyRequestTimeouts(server);
 
   let stopping: Promise<void> | null = null;
   const stop = (reason: string, graceMs: number): void => {

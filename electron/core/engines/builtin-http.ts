@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { monotonicUs } from '../clock.js';
-import { hostAllowed, matchToken } from '../api/http.js';
+import { hostAllowed, JSON_DEPTH_LIMIT, jsonNestedDeeperThan, matchToken } from '../api/http.js';
 import type { GpuPeersView } from '../registry/view.js';
 import { buildPrompt, FifoLock, generate, type AfterStep, type Engine, type GenerationResult, type Prompt } from './builtin-decode.js';
 import { completionFinal, completionPiece, parseLlamaCompletionRequest, propsBody, type PieceCounts } from './builtin-llama.js';
@@ -386,6 +386,10 @@ export class Host {
       raw = await readBody(req);
     } catch (error) {
       if (error instanceof BodyTooLarge) sendError(res, 413, 'invalid_request', error.message, { Connection: 'close' });
+      return;
+    }
+    if (jsonNestedDeeperThan(raw, JSON_DEPTH_LIMIT)) {
+      sendError(res, 400, 'invalid_request', `the body is JSON nested deeper than ${JSON_DEPTH_LIMIT} levels (the limit)`);
       return;
     }
     let body: unknown;

@@ -1,22 +1,22 @@
 /**
  * Profiles: what the user can launch. One JSON document, `<data dir>/profiles.json`,
- * `{ "version": 1, "profiles": [...] }`, read and written through `conf` (the CLI, `gpu-share
- * serve` and the app alike).
+ * `{ "version": 1, "profiles": [...] }`, read and written as every data file is (data-files.ts:
+ * no link followed, no FIFO waited on, temp file + fsync + rename), by the CLI, `gpu-share serve`
+ * and the app alike.
  *
  * One valibot schema guards it (PROFILES_DOCUMENT, of PROFILE), on every read and before every
  * write; the types are inferred from it, and its messages say in plain words which JSON path is
- * wrong. conf only stores the file (atomically, owner-only).
+ * wrong. The file is owner-only (engine environments may carry tokens).
  *
  * A file that is not valid JSON or breaks the schema is never lost: the store copies it to
  * `profiles.json.bad-<timestamp>` beside it, starts from an empty list and reports the problem in
  * `loadProblem`.
  */
-import { readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
-import Conf from 'conf';
 import * as v from 'valibot';
 import { WEIGHT_MAX, WEIGHT_MIN } from '../contract.js';
-import { backupCopy, parseJsonFile } from '../data-files.js';
+import { backupCopy, jsonProblem, parseJsonFile, readDataFile, writeDataFile } from '../data-files.js';
 import { PRIORITIES, type Priority } from '../planner/policy.js';
 import { GPU_KEY_MAX, GPU_KEY_PATTERN } from '../registry/abi.js';
 import { describeValue, examine, got, isRecord, optionalEntries, ownRecord, pathText, strictRecord, TRUE_OR_FALSE, wholeNumber } from '../schema.js';
@@ -351,14 +351,15 @@ function isConfProblem(error: unknown): error is Error {
 
 function describeLoadError(error: Error, file: string): string {
   if (error instanceof ProfileError) return error.message;
-  if (error.name === 'SyntaxError') return `profiles file ${file}: is not valid JSON (${error.message})`;
+  // The parser's message quotes the file; ours says where, not what.
+  if (error.name === 'SyntaxError') return `profiles file ${file}: ${jsonProblem(error)}`;
   return `profiles file ${file}: ${error.message}`;
 }
 
 /**
- * The profiles, held in memory as validated values and written through conf (one atomic write of
- * the whole document per change: a temporary file renamed over the old one). Not for several
- * processes writing at once (conf's own limit); one writer, the app or `serve`, is the rule.
+ * The profiles, held in memory as validated values and written as one document per change (a
+ * temporary file synced and renamed over the old one). Not for several processes writing at once;
+ * one writer, the app or `serve`, is the rule (the data folder's lock, data-lock.ts).
  */
 export class ProfileStore {
   /** Set when the file found on open was unusable and has been set aside; null otherwise. */
@@ -366,61 +367,40 @@ export class ProfileStore {
   private renamed: ProfileRenamed[];
   /** Absolute path of the profiles file. */
   readonly file: string;
-  private readonly conf: Conf<ProfilesDocument>;
   private profiles: Profile[];
 
   constructor(options: ProfileStoreOptions) {
     const nowMs = options.nowMs ?? Date.now;
     const file = resolve(options.dataDir, `${CONFIG_NAME}.json`);
-    const open = (): Conf<ProfilesDocument> =>
-      new Conf<ProfilesDocument>({
-        cwd: options.dataDir,
-        configName: CONFIG_NAME,
-        fileExtension: 'json',
-        defaults: emptyProfilesDocument(),
-        // Never silently wipe the user's file: we set it aside first.
-        clearInvalidConfig: false,
-        accessPropertiesByDotNotation: false,
-        watch: false,
-        // Engine environments may carry tokens: owner-only, like the API token file.
-        configFileMode: 0o600,
-        serialize: (value) => `${JSON.stringify(value, null, 2)}\n`,
-        deserialize: (text) => parseJsonFile(text) as ProfilesDocument,
-      });
-
+    this.file = file;
+    // Not a regular file of this user (a link, a FIFO): a DataFileError, never read, never replaced.
+    const raw = readDataFile(file);
+    if (raw === null) mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
     let problem: string | null = null;
-    let loaded: { conf: Conf<ProfilesDocument>; doc: ProfilesDocument } | null = null;
-    // The schema on the file's bytes first (conf would write its defaults into a bad file), then
-    // on what conf read.
-    let raw: string | null = null;
-    try {
-      raw = readFileSync(file, 'utf8');
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    let doc: ProfilesDocument | null = null;
+    if (raw === null) {
+      doc = emptyProfilesDocument();
+      this.write(doc);
+    } else {
+      try {
+        doc = validateProfilesDocument(parseJsonFile(raw), file);
+      } catch (error) {
+        if (!isConfProblem(error)) throw error;
+        problem = describeLoadError(error, file);
+      }
     }
-    try {
-      if (raw !== null) validateProfilesDocument(parseJsonFile(raw), file);
-      const conf = open();
-      loaded = { conf, doc: validateProfilesDocument(conf.store, file) };
-    } catch (error) {
-      if (!isConfProblem(error)) throw error;
-      problem = describeLoadError(error, file);
-    }
-
-    if (loaded === null) {
+    if (doc === null) {
       // Keep the user's bytes before anything is written over them; if that fails, so do we.
       const backup = backupCopy(file, nowMs());
-      // Then start afresh: with no file, conf writes the defaults (an empty list).
+      // Then start afresh: an empty list.
       rmSync(file, { force: true });
-      const conf = open();
-      loaded = { conf, doc: validateProfilesDocument(conf.store, file) };
+      doc = emptyProfilesDocument();
+      this.write(doc);
       this.loadProblem = { file, backup, message: problem ?? `profiles file ${file}: unusable` };
     } else {
       this.loadProblem = null;
     }
-    this.conf = loaded.conf;
-    this.file = this.conf.path;
-    const named = uniqueProfileNames(loaded.doc.profiles, this.file);
+    const named = uniqueProfileNames(doc.profiles, this.file);
     this.profiles = named.profiles;
     this.renamed = named.renamed;
   }
@@ -429,6 +409,10 @@ export class ProfileStore {
    *  a change has written the new names to the file. */
   get renamedOnLoad(): readonly ProfileRenamed[] {
     return this.renamed;
+  }
+
+  private write(doc: ProfilesDocument): void {
+    writeDataFile(this.file, `${JSON.stringify(doc, null, 2)}\n`);
   }
 
   list(): Profile[] {
@@ -493,10 +477,11 @@ export class ProfileStore {
     return true;
   }
 
-  /** The whole document in one atomic write; memory changes only once it is on disk. */
+  /** The whole document in one atomic write; memory changes only once it is on disk (a write that
+   *  fails, on a full disk, is a DataFileError and changes nothing). */
   private commit(profiles: Profile[]): void {
     const doc: ProfilesDocument = { version: PROFILES_DOCUMENT_VERSION, profiles };
-    this.conf.store = structuredClone(doc);
+    this.write(doc);
     this.profiles = profiles;
     this.renamed = [];
   }

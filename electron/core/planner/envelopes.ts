@@ -5,7 +5,8 @@
  * path, size and modification time, never its contents.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, realpathSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { realpathSync, statSync } from 'node:fs';
+import { DataFileError, jsonProblem, readDataFile, writeDataFile } from '../data-files.js';
 
 export interface EnvelopeKey {
   modelKey: string;
@@ -72,12 +73,21 @@ export class EnvelopeStore {
   private readonly envelopes = new Map<string, Envelope>();
 
   constructor(private readonly file: string) {
-    if (!existsSync(file)) return;
+    let text: string | null;
+    try {
+      // No link followed, no FIFO waited on (data-files.ts).
+      text = readDataFile(file);
+    } catch (error) {
+      if (error instanceof DataFileError) throw new EnvelopeFileError(file, error.problem);
+      throw error;
+    }
+    if (text === null) return;
     let data: unknown;
     try {
-      data = JSON.parse(readFileSync(file, 'utf8'));
+      data = JSON.parse(text);
     } catch (error) {
-      throw new EnvelopeFileError(file, `is not valid JSON (${error instanceof Error ? error.message : String(error)})`);
+      // The parser's message quotes the file; ours says where, not what.
+      throw new EnvelopeFileError(file, jsonProblem(error));
     }
     const list = (data as { envelopes?: unknown } | null)?.envelopes;
     if (!Array.isArray(list)) throw new EnvelopeFileError(file, 'must be {"envelopes": [...]}');
@@ -106,10 +116,14 @@ export class EnvelopeStore {
     return [...this.envelopes.values()];
   }
 
-  /** Written to a temporary file and renamed, so a crash never leaves half a file. */
+  /** Written to a temporary file, synced and renamed, so a crash never leaves half a file; a write
+   *  that fails (a full disk) leaves the old file and is an EnvelopeFileError saying so. */
   private save(): void {
-    const tmp = `${this.file}.${process.pid}.tmp`;
-    writeFileSync(tmp, `${JSON.stringify({ envelopes: this.list() }, null, 2)}\n`);
-    renameSync(tmp, this.file);
+    try {
+      writeDataFile(this.file, `${JSON.stringify({ envelopes: this.list() }, null, 2)}\n`);
+    } catch (error) {
+      if (error instanceof DataFileError) throw new EnvelopeFileError(this.file, error.problem);
+      throw error;
+    }
   }
 }
