@@ -11,15 +11,22 @@ import type { SpawnRequest } from '../core/engines/supervisor.js';
 export interface UtilityForkPlan {
   modulePath: string;
   args: string[];
+  /** V8 flags asked for before the script (`--max-old-space-size=N`): utilityProcess's execArgv. */
+  execArgv: string[];
   env: Record<string, string>;
   /** The name in app metrics and `child-process-gone` reports. */
   serviceName: string;
 }
 
 const SCRIPT_EXTENSIONS = new Set(['.js', '.mjs', '.cjs']);
+/** The only Node option a utility process is started with: a heap limit. */
+const V8_FLAG = /^--max-old-space-size=\d+$/;
 
 export function utilityForkPlan(request: SpawnRequest, nodePath: string, baseEnv: NodeJS.ProcessEnv): UtilityForkPlan | null {
-  const [script, ...args] = request.args;
+  // V8 flags before the script (a heap limit) go to the utility process's execArgv.
+  const flagCount = request.args.findIndex((arg) => !V8_FLAG.test(arg));
+  const execArgv = request.args.slice(0, Math.max(0, flagCount));
+  const [script, ...args] = request.args.slice(execArgv.length);
   if (request.command !== nodePath || script === undefined || !SCRIPT_EXTENSIONS.has(extname(script))) return null;
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(baseEnv)) if (value !== undefined) env[key] = value;
@@ -29,7 +36,7 @@ export function utilityForkPlan(request: SpawnRequest, nodePath: string, baseEnv
   const nameAt = args.indexOf('--name');
   const engineName = nameAt >= 0 ? args[nameAt + 1] : undefined;
   const role = basename(script, extname(script));
-  return { modulePath: script, args, env, serviceName: engineName === undefined ? `GPU Share ${role}` : `GPU Share ${role}: ${engineName}` };
+  return { modulePath: script, args, execArgv, env, serviceName: engineName === undefined ? `GPU Share ${role}` : `GPU Share ${role}: ${engineName}` };
 }
 
 /** `ps -A -o pid=,ppid=` output → children by parent pid. Lines that are not two numbers are

@@ -47,7 +47,7 @@ function descendants(pid: number): number[] {
 }
 
 export function forkUtilityProcess(plan: UtilityForkPlan): SpawnedProcess {
-  const child = utilityProcess.fork(plan.modulePath, plan.args, { env: plan.env, stdio: 'pipe', serviceName: plan.serviceName });
+  const child = utilityProcess.fork(plan.modulePath, plan.args, { env: plan.env, stdio: 'pipe', serviceName: plan.serviceName, ...(plan.execArgv.length === 0 ? {} : { execArgv: plan.execArgv }) });
   let pid = 0;
   let exited = false;
   const pendingSignals: { signal: NodeJS.Signals; group: boolean }[] = [];

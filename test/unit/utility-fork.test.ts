@@ -12,6 +12,7 @@ describe('which engines start as utility processes', () => {
     expect(plan).toEqual({
       modulePath: HOST,
       args: ['--model', '/m/q.gguf', '--name', 'qwen-chat', '--port', '0'],
+      execArgv: [],
       env: { PATH: '/usr/bin', HOME: '/home/u', LLAMA_X: '1' },
       serviceName: 'GPU Share builtin-host: qwen-chat',
     });
@@ -22,6 +23,14 @@ describe('which engines start as utility processes', () => {
     expect(plan?.modulePath).toBe(CLI);
     expect(plan?.args).toEqual(['run', '--gpu-key', 'cpu-0', '--exit-with-parent', '--', '/usr/bin/llama-server', '-m', 'x.gguf']);
     expect(plan?.serviceName).toBe('GPU Share cli');
+  });
+
+  it('starts the estimator with its heap limit as a V8 flag (packaged apps ignore NODE_OPTIONS), and no other flag', () => {
+    const plan = utilityForkPlan({ command: APP, args: ['--max-old-space-size=512', '/app/estimate-host.js', '--serve'], env: {} }, APP, {});
+    expect(plan?.execArgv).toEqual(['--max-old-space-size=512']);
+    expect(plan?.modulePath).toBe('/app/estimate-host.js');
+    expect(plan?.args).toEqual(['--serve']);
+    expect(utilityForkPlan({ command: APP, args: ['--inspect', '/app/estimate-host.js'], env: {} }, APP, {})).toBeNull();
   });
 
   it('leaves other executables, and a node without a script, to an ordinary spawn', () => {

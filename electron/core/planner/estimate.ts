@@ -196,7 +196,8 @@ export function childEstimator(options: ChildEstimatorOptions): Estimator & { cl
   let nextId = 0;
   const start = (): Child => {
     const started: Child = {
-      process: options.spawn({ command: options.nodePath, args: [options.hostPath ?? ESTIMATE_HOST_PATH, '--serve'], env: { NODE_OPTIONS: `--max-old-space-size=${heapMb}` } }),
+      // The heap limit as V8's own flag: packaged apps ignore NODE_OPTIONS (a fuse turns it off).
+      process: options.spawn({ command: options.nodePath, args: [`--max-old-space-size=${heapMb}`, options.hostPath ?? ESTIMATE_HOST_PATH, '--serve'], env: {} }),
       current: null,
       gone: false,
     };
