@@ -17,6 +17,7 @@ import { RegistrySegment } from '../../electron/core/registry/segment.js';
 import { TINY_GGUF_SPEC, writeGguf } from '../fixtures/gguf.js';
 import { BUILTIN_HOST, CLI, FAKE_LLAMA_SERVER, ROOT, childrenOf, exitOf, procState, until } from '../fixtures/procs.js';
 import { removeSegment, testKey } from '../fixtures/segments.js';
+import { segmentPath } from './cli-process.js';
 
 const helper = loadRegistryHelper();
 const clock = systemClock(() => helper.wallUs());
@@ -169,7 +170,7 @@ describe('interop with a peer that keeps opencoti\'s 2 s rule', () => {
   it('a C peer (native/gpushare.h) that clears active 2 s after its work is paced against until it clears, and not after', async () => {
     const peerBin = join(dir, 'c-peer');
     const libDir = join(ROOT, 'build', 'native', `${process.platform}-${process.arch}`);
-    const cc = spawnSync('cc', ['-O1', '-I', join(ROOT, 'native'), join(ROOT, 'test', 'fixtures', 'c-peer', 'c-peer.c'), '-L', libDir, '-lgpushare', `-Wl,-rpath,${libDir}`, '-o', peerBin], { encoding: 'utf8' });
+    const cc = spawnSync('cc', ['-O1', '-I', join(ROOT, 'native'), join(ROOT, 'test', 'fixtures', 'c-peer-2s-rule.c'), '-L', libDir, '-lgpushare', `-Wl,-rpath,${libDir}`, '-o', peerBin], { encoding: 'utf8' });
     expect(cc.status, cc.stderr).toBe(0);
     const gpuKey = testKey('interop');
     keys.push(gpuKey);
@@ -179,7 +180,7 @@ describe('interop with a peer that keeps opencoti\'s 2 s rule', () => {
     await until(() => run.out().includes('joined'), 10_000, 'the boot line');
     const engine = await until(() => childrenOf(runProcess.pid ?? 0).find((pid) => commandLineOf(pid).includes('while :')), 5_000, 'the engine');
     // Theirs: weight 2, works 1.5 s, keeps active 2 s more, leaves at 6 s.
-    const peer = started(spawn(peerBin, [gpuKey, '2', '1500', '2000', '6000'], { stdio: ['ignore', 'pipe', 'pipe'] }));
+    const peer = started(spawn(peerBin, [segmentPath(gpuKey), '2', '1500', '2000', '6000'], { stdio: ['ignore', 'pipe', 'pipe'] }));
     await until(() => peer.out().includes('joined'), 5_000, 'the C peer to join');
     const states: [number, boolean][] = [];
     const sampler = setInterval(() => states.push([helper.wallUs(), procState(engine) === 'T']), 5);

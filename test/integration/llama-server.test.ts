@@ -4,7 +4,7 @@
  * Without one these tests are skipped locally with one line; in CI (CI set) they fail.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -13,7 +13,7 @@ import { ProfileStore } from '../../electron/core/engines/profiles.js';
 import { GiB } from '../../electron/core/planner/policy.js';
 import { writeGguf } from '../fixtures/gguf.js';
 import { findLlamaServer, freePort, LLAMA_SERVER_HINT, llamaServerArgs, streamCompletion, waitHealthy } from '../fixtures/llama-server.js';
-import { childrenOf, CLI, exitOf, hasTaskset } from '../fixtures/procs.js';
+import { CLI, exitOf, hasTaskset } from '../fixtures/procs.js';
 import { removeSegment } from '../fixtures/segments.js';
 
 const server = await findLlamaServer();
@@ -62,18 +62,6 @@ function client(port: number): { decoded: () => number; stop: () => void } {
   return { decoded: () => done + current, stop: () => controller.abort() };
 }
 
-/** The --api-key on the command line of the llama-server below `pid` (procfs). */
-function apiKeyOf(pid: number): string | null {
-  for (const child of childrenOf(pid)) {
-    const argv = readFileSync(`/proc/${child}/cmdline`, 'utf8').split('\0');
-    const at = argv.indexOf('--api-key');
-    if (at >= 0 && argv[at + 1] !== undefined) return argv[at + 1] ?? null;
-    const below = apiKeyOf(child);
-    if (below !== null) return below;
-  }
-  return null;
-}
-
 describe.skipIf(server === null && !inCi)('a real llama-server', () => {
   it('is there (CI builds it in .ci/run)', () => {
     expect(server, `no llama-server: ${LLAMA_SERVER_HINT}`).not.toBeNull();
@@ -117,7 +105,7 @@ describe.skipIf(server === null && !inCi)('a real llama-server', () => {
     const dataDir = join(dir, 'launch-data');
     new ProfileStore({ dataDir }).create({ id: 'llama', name: 'llama', capabilities: ['chat'], engineKind: 'llama-server', command: server, modelPath: model, args: ['-t', '1', '--host', '127.0.0.1'], contextSize: 512, gpuLayers: 0, priority: 'interactive' });
     const port = await freePort();
-    const child = spawn(process.execPath, [CLI, 'launch', 'llama', '--port', String(port), '--sim', sim, '--data-dir', dataDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, 'launch', 'llama', '--port', String(port), '--api-key', 'launch-test-key', '--sim', sim, '--data-dir', dataDir], { stdio: ['ignore', 'pipe', 'pipe'] });
     children.push(child);
     const stderr: string[] = [];
     createInterface({ input: child.stderr as NodeJS.ReadableStream }).on('line', (line) => stderr.push(line));
@@ -126,12 +114,10 @@ describe.skipIf(server === null && !inCi)('a real llama-server', () => {
       child.once('exit', (code) => reject(new Error(`launch exited ${code}:\n${stderr.join('\n')}`)));
     });
     expect(running).toMatch(/^running: llama \(llama-server, pid \d+/);
-    // The supervisor gives the engine a secret of its own (--api-key): its port refuses anyone
-    // without it, and decodes for whoever has it.
+    // `launch --api-key KEY` protects the engine's port as llama-server's own flag does: it
+    // refuses anyone without the key, and decodes for whoever has it.
     await expect(streamCompletion(port, 32, wallUs)).rejects.toThrow('answered 401');
-    const secret = apiKeyOf(child.pid ?? 0);
-    expect(secret).not.toBeNull();
-    expect((await streamCompletion(port, 32, wallUs, { apiKey: secret ?? '' })).tokens).toBe(32);
+    expect((await streamCompletion(port, 32, wallUs, { apiKey: 'launch-test-key' })).tokens).toBe(32);
     const peers = JSON.parse(spawnSync(process.execPath, [CLI, 'peers', '--gpu-key', key, '--json'], { encoding: 'utf8' }).stdout) as { peers: { name: string }[] };
     expect(peers.peers.map((p) => p.name)).toContain('llama');
     child.kill('SIGINT');

@@ -71,17 +71,22 @@ beforeAll(async () => {
   sim = join(dir, 'sim.json');
   writeFileSync(sim, simDevice(3 * GiB));
   dataDir = join(dir, 'data');
-  served = await startServe({ dataDir, sim });
   const profile = (id: string, extra: Record<string, unknown>): Record<string, unknown> => ({ id, name: id, capabilities: ['chat'], engineKind: 'builtin', contextSize: 256, priority: 'interactive', modelPath: model, ...extra });
   const server = join(dir, 'llama-server');
   writeFileSync(server, `#!/bin/sh\nexec "${process.execPath}" "${FAKE_LLAMA_SERVER}" "$@"\n`);
   chmodSync(server, 0o755);
-  for (const body of [
-    profile('chat', {}),
-    profile('labchat', { priority: 'lab' }),
-    profile('sleeper', { engineKind: 'command', modelPath: null, command: '/bin/sleep', args: ['600'], priority: 'background' }),
-    profile('slow', { engineKind: 'llama-server', command: server, args: ['--port', String(await freePort()), '--load-ms', '120000'], priority: 'background' }),
-  ]) {
+  // The command and the llama-server of the test's own making are the local user's (profiles.json
+  // and the added executables): over HTTP serve refuses them.
+  served = await startServe({
+    dataDir,
+    sim,
+    profiles: [
+      profile('sleeper', { engineKind: 'command', modelPath: null, command: '/bin/sleep', args: ['600'], priority: 'background' }),
+      profile('slow', { engineKind: 'llama-server', command: server, args: ['--port', String(await freePort()), '--load-ms', '120000'], priority: 'background' }),
+    ],
+    executables: [server],
+  });
+  for (const body of [profile('chat', {}), profile('labchat', { priority: 'lab' })]) {
     const created = await call(served, 'POST', '/api/profiles', body);
     expect(created.status, JSON.stringify(created.body)).toBe(201);
   }

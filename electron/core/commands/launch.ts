@@ -140,8 +140,9 @@ export function launchDeviceOf(options: Pick<LaunchOptions, 'gpuKey' | 'gpu'>, p
 }
 
 export async function runLaunch(options: LaunchOptions, io: CommandIo, clock: Clock): Promise<number> {
-  // It writes its engine's record there: a folder of ours only (data-files.ts).
-  const folder = checkDataDir(options.dataDir, { create: true });
+  // It writes its engine's record there: a folder of ours only (data-files.ts). A folder that is
+  // not there yet is made (0700) only once an engine starts, so that a failure writes nothing.
+  const folder = checkDataDir(options.dataDir, { create: false });
   if (folder.tightened !== null) io.err(folder.tightened);
   const profile = await resolveProfile(options);
   const { provider, reason } = discoverTelemetry({ simFile: options.simFile, wallUs: () => clock.wallUs() });
