@@ -19,6 +19,7 @@ import {
   usageOf,
   type ResponseMeta,
 } from '../../electron/core/engines/builtin-openai.js';
+import { defaultThreads } from '../../electron/core/engines/builtin-threads.js';
 import { allowedHosts } from '../../electron/core/api/http.js';
 import { buildPropsBlock, type GpuPeersView } from '../../electron/core/registry/view.js';
 
@@ -354,5 +355,21 @@ describe("builtin engine: llama-server's shapes", () => {
     const ready = propsBody({ ...facts, nCtx: 256, isProcessing: true, chatTemplate: '{{ x }}', peers: view });
     expect(ready).toMatchObject({ default_generation_settings: { n_ctx: 256, is_processing: true }, chat_template: '{{ x }}' });
     expect(ready.opencoti).toEqual(buildPropsBlock(view, true).opencoti);
+  });
+});
+
+describe('builtin engine: default threads', () => {
+  it('leaves one physical core free on the CPU, at least one thread', () => {
+    // node-llama-cpp's own default was every math core (2 on the 2-core CI machine, 3–141 tok/s).
+    expect(defaultThreads({ mathCores: 2, offloadedLayers: 0, totalLayers: 5 })).toBe(1);
+    expect(defaultThreads({ mathCores: 16, offloadedLayers: 0, totalLayers: 5 })).toBe(15);
+    expect(defaultThreads({ mathCores: 1, offloadedLayers: 0, totalLayers: 5 })).toBe(1);
+  });
+
+  it('keeps one thread when every layer is on a GPU, and the CPU default when only some are', () => {
+    expect(defaultThreads({ mathCores: 16, offloadedLayers: 5, totalLayers: 5 })).toBe(1);
+    expect(defaultThreads({ mathCores: 16, offloadedLayers: 3, totalLayers: 5 })).toBe(15);
+    // A model whose layer count is unknown (0) is not taken as offloaded.
+    expect(defaultThreads({ mathCores: 8, offloadedLayers: 0, totalLayers: 0 })).toBe(7);
   });
 });
