@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { FifoLock, generate, StopMatcher, TokenTextStream, type Engine, type GenerationResult } from '../../electron/core/engines/builtin-decode.js';
 import { newDecodeCounters } from '../../electron/core/engines/builtin-metrics.js';
+import type { Token } from 'node-llama-cpp';
 import { doorCheck, type HostDoor } from '../../electron/core/engines/builtin-http.js';
 import { completionFinal, completionPiece, generationSettings, parseLlamaCompletionRequest, propsBody, stopTypeOf, timingsOf } from '../../electron/core/engines/builtin-llama.js';
 import { formatMetrics, METRICS_CONTENT_TYPE } from '../../electron/core/engines/builtin-metrics.js';
@@ -397,7 +398,7 @@ describe('builtin engine: where the gate sits between decode steps', () => {
     const events: string[] = [];
     const result = await generate(
       fakeEngine([10, 11, 12, 13]),
-      { tokens: [1, 2], stops: [], stopTokens: new Set() },
+      { tokens: [1, 2] as unknown as Token[], stops: [], stopTokens: new Set() },
       request,
       new AbortController().signal,
       (text) => events.push(`text ${text.trim()}`),
