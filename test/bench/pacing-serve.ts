@@ -66,6 +66,9 @@ function completionBody(setup: ServeSetup, model: string, tokens: number): Recor
 interface Client {
   /** [wall µs, tokens so far]. */
   counter: [number, number][];
+  /** Notes the count now (it holds until the next piece arrives), so that an interval that ends
+   *  now is spanned. */
+  mark: () => number;
   stop: () => Promise<void>;
 }
 
@@ -104,6 +107,11 @@ function startClient(served: Served, setup: ServeSetup, capability: string, toke
   })();
   return {
     counter,
+    mark: () => {
+      const now = wallUs();
+      counter.push([now, total]);
+      return now;
+    },
     stop: async () => {
       counter.push([wallUs(), total]);
       controller.abort();
@@ -160,24 +168,26 @@ async function runSetup(setup: ServeSetup, server: string | null, measureS: numb
     const heavy = startClient(served, setup, 'w2', config.requestTokens, wallUs);
     clients.push(heavy);
     await sleep(1_000);
-    const soloFrom = wallUs();
+    const soloFrom = heavy.mark();
     await sleep(measureS * 1000);
-    const soloBefore = rate(heavy.counter, soloFrom, wallUs());
+    const soloBefore = rate(heavy.counter, soloFrom, heavy.mark());
     const light = startClient(served, setup, 'w1', config.requestTokens, wallUs);
     clients.push(light);
     // Both active in the registry, the schedule settled.
     await sleep(2_000);
-    const fromUs = wallUs();
+    const fromUs = heavy.mark();
+    light.mark();
     const cpuFrom = [pidOf('w2'), pidOf('w1')].map(treeCpuUs);
     await sleep(measureS * 1000);
-    const toUs = wallUs();
+    const toUs = heavy.mark();
+    light.counter.push([toUs, light.counter.at(-1)?.[1] ?? 0]);
     const cpuTo = [pidOf('w2'), pidOf('w1')].map(treeCpuUs);
     await light.stop();
     // The light engine's slot goes idle (the activity window), then the heavy one alone again.
     await sleep(3_000);
-    const afterFrom = wallUs();
+    const afterFrom = heavy.mark();
     await sleep(measureS * 1000);
-    const soloAfter = rate(heavy.counter, afterFrom, wallUs());
+    const soloAfter = rate(heavy.counter, afterFrom, heavy.mark());
     const together: [number, number] = [rate(heavy.counter, fromUs, toUs), rate(light.counter, fromUs, toUs)];
     const solo = (soloBefore + soloAfter) / 2;
     const cpu = cpuTo.map((c, i) => c - (cpuFrom[i] ?? 0));
