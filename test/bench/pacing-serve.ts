@@ -120,10 +120,10 @@ function startClient(served: Served, setup: ServeSetup, capability: string, toke
   };
 }
 
-function rate(counter: readonly [number, number][], fromUs: number, toUs: number): number {
+function rate(counter: readonly [number, number][], fromUs: number, toUs: number, what: string): number {
   const a = counterAt(counter, fromUs);
   const b = counterAt(counter, toUs);
-  if (a === null || b === null) throw new Error(`a client's token count does not span the interval (${counter.length} samples)`);
+  if (a === null || b === null) throw new Error(`${what}: the client's token count (${counter.length} samples, ${counter[0]?.[0] ?? '—'}–${counter.at(-1)?.[0] ?? '—'} µs) does not span ${Math.round(fromUs)}–${Math.round(toUs)} µs`);
   return (b - a) / ((toUs - fromUs) / 1e6);
 }
 
@@ -170,7 +170,7 @@ async function runSetup(setup: ServeSetup, server: string | null, measureS: numb
     await sleep(1_000);
     const soloFrom = heavy.mark();
     await sleep(measureS * 1000);
-    const soloBefore = rate(heavy.counter, soloFrom, heavy.mark());
+    const soloBefore = rate(heavy.counter, soloFrom, heavy.mark(), 'w2 alone before');
     const light = startClient(served, setup, 'w1', config.requestTokens, wallUs);
     clients.push(light);
     // Both active in the registry, the schedule settled.
@@ -187,8 +187,8 @@ async function runSetup(setup: ServeSetup, server: string | null, measureS: numb
     await sleep(3_000);
     const afterFrom = heavy.mark();
     await sleep(measureS * 1000);
-    const soloAfter = rate(heavy.counter, afterFrom, heavy.mark());
-    const together: [number, number] = [rate(heavy.counter, fromUs, toUs), rate(light.counter, fromUs, toUs)];
+    const soloAfter = rate(heavy.counter, afterFrom, heavy.mark(), 'w2 alone after');
+    const together: [number, number] = [rate(heavy.counter, fromUs, toUs, 'w2 beside w1'), rate(light.counter, fromUs, toUs, 'w1 beside w2')];
     const solo = (soloBefore + soloAfter) / 2;
     const cpu = cpuTo.map((c, i) => c - (cpuFrom[i] ?? 0));
     const result: ServeResult = {
