@@ -44,6 +44,9 @@ describe.skipIf(process.platform !== 'linux')('bench:pacing refuses a bad engine
     [['--llama-server', '--engine', 'vllm'], '--engine: unknown engine vllm (engines: llama-server, builtin)'],
     [['--llama-server', '--engine', 'builtin', '--modes', 'coop,warp'], '--modes: mode warp is not one the builtin engine runs (free, naive, gate, coop)'],
     [['--llama-server', '--engine', 'builtin', '--resume-cost', '--modes', 'gate'], '--modes: mode gate is not one the builtin engine runs in --resume-cost (coop, naive)'],
+    [['--setups', 'builtin'], '--setups: goes with --serve'],
+    [['--serve', '--engine', 'builtin'], "--serve: runs on its own (with --setups, --measure-s, --repeat, --json), not with the pinned benchmarks' flags"],
+    [['--serve', '--setups', 'builtin,warp'], '--setups: unknown setup warp (setups: builtin, builtin-1, llama-server)'],
   ];
   for (const [flags, message] of cases) {
     it(flags.join(' '), () => {
