@@ -18,6 +18,8 @@
  * --quick runs 2:1 only; --builtin adds the built-in engine mode; --repeat N runs every scenario N
  * times (round the modes) and reports each figure as the median of the runs, judged on the medians;
  * --scenarios, --modes, --measure-s and --token-ms narrow or stretch a run.
+ * --serve runs the engines as a user does instead (pacing-serve.ts): `gpu-share serve`, its gateway,
+ * engines unpinned at their default threads, built-in engines and a llama-server in one table.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -38,7 +40,8 @@ const PACING_USAGE = `usage: npm run bench:pacing -- [flags]
   burn engines (default)   [--quick] [--builtin] [--modes free,coop,gate,static,builtin-free,builtin]
                            [--scenarios 2:1,…] [--token-ms MS] [--measure-s S] [--repeat N] [--json]
   real engines             --llama-server | --gpu  [--engine llama-server|builtin] [--modes …]
-                           [--scenarios …] [--measure-s S] [--repeat N] [--cores E,H] [--resume-cost] [--json]`;
+                           [--scenarios …] [--measure-s S] [--repeat N] [--cores E,H] [--resume-cost] [--json]
+  as a user runs them      --serve [--setups builtin,builtin-1,llama-server] [--measure-s S] [--repeat N] [--json]`;
 
 type Mode = 'free' | 'coop' | 'gate' | 'static' | 'builtin-free' | 'builtin';
 const MODES: Mode[] = ['free', 'coop', 'gate', 'static', 'builtin-free', 'builtin'];
@@ -630,7 +633,7 @@ function table(results: ScenarioResult[]): string {
 }
 
 async function main(): Promise<void> {
-  const values = flagsOrExit('bench:pacing', PACING_USAGE, { quick: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, builtin: { type: 'boolean', default: false }, 'token-ms': { type: 'string' }, modes: { type: 'string' }, scenarios: { type: 'string' }, 'measure-s': { type: 'string' }, repeat: { type: 'string' }, gpu: { type: 'boolean', default: false }, 'llama-server': { type: 'boolean', default: false }, cores: { type: 'string' }, 'resume-cost': { type: 'boolean', default: false }, engine: { type: 'string' } });
+  const values = flagsOrExit('bench:pacing', PACING_USAGE, { quick: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, builtin: { type: 'boolean', default: false }, 'token-ms': { type: 'string' }, modes: { type: 'string' }, scenarios: { type: 'string' }, 'measure-s': { type: 'string' }, repeat: { type: 'string' }, gpu: { type: 'boolean', default: false }, 'llama-server': { type: 'boolean', default: false }, cores: { type: 'string' }, 'resume-cost': { type: 'boolean', default: false }, engine: { type: 'string' }, serve: { type: 'boolean', default: false }, setups: { type: 'string' } });
   const repeat = values.repeat === undefined ? 1 : Number(values.repeat);
   if (!Number.isInteger(repeat) || repeat < 1 || repeat > 20) {
     console.error(`--repeat: must be a whole number of runs from 1 to 20 (got ${values.repeat})`);
@@ -642,6 +645,19 @@ async function main(): Promise<void> {
       console.error(`--measure-s: must be a number of seconds from 1 to 600 (got ${values['measure-s']})`);
       process.exit(2);
     }
+  }
+  if (values.setups !== undefined && !values.serve) {
+    console.error('--setups: goes with --serve (the setups it runs)');
+    process.exit(2);
+  }
+  if (values.serve) {
+    if (values.gpu || values['llama-server'] || values.builtin || values['resume-cost'] || values.engine !== undefined || values.modes !== undefined || values.scenarios !== undefined || values.cores !== undefined) {
+      console.error('--serve: runs on its own (with --setups, --measure-s, --repeat, --json), not with the pinned benchmarks\' flags');
+      process.exit(2);
+    }
+    const { serveBenchMain } = await import('./pacing-serve.js');
+    process.exitCode = await serveBenchMain({ setups: values.setups, measureS: values['measure-s'] === undefined ? undefined : MEASURE_S, repeat, json: values.json }, join(ROOT, 'bench-results'));
+    return;
   }
   if (values.engine !== undefined && !values.gpu && !values['llama-server']) {
     console.error('--engine: goes with --llama-server or --gpu (the engines those benchmarks run)');

@@ -27,6 +27,9 @@ import { loadRegistryHelper } from '../../native/helper.js';
 import { segmentPath } from '../../electron/core/registry/segment.js';
 import { loadNvml, type NvmlDevice, type NvmlLibrary } from '../../native/nvml.js';
 import { computeShares } from '../../electron/core/registry/shares.js';
+import { RegistryMember, processBootUs, startHeartbeat } from '../../electron/core/registry/member.js';
+import { RegistrySegment } from '../../electron/core/registry/segment.js';
+import { systemClock } from '../../electron/core/clock.js';
 import { buildSchedule, ownerAt, stallBoundUs, usUntilWindowEnd, type Schedule } from '../../electron/core/pacer/schedule.js';
 import { writeGguf, type GgufSpec } from '../fixtures/gguf.js';
 import { LLAMA_SERVER_HINT, findLlamaServer, freePort, llamaServerArgs, nvidiaSmiListsGpu, streamCompletion, waitHealthy, type LlamaServerArgs } from '../fixtures/llama-server.js';
@@ -209,6 +212,8 @@ interface Engine {
   /** The built-in engine: where it says it loaded the model (node-llama-cpp's backend: cuda,
    *  vulkan, metal, or none for the CPU); null until it says so, and for a llama-server. */
   backend: () => string | null;
+  /** The built-in engine in coop: its registry slot, from its ready event (null until then). */
+  slot: () => number | null;
 }
 
 /** A built-in engine's place in the registry: it paces itself (coop). */
@@ -241,10 +246,12 @@ async function startEngine(prefix: string[], kind: LlamaEngineKind, argv: string
     stderr = (stderr + d.toString()).slice(-2000);
   });
   let backend: string | null = null;
+  let slot: number | null = null;
   if (child.stdout !== null) {
     createInterface({ input: child.stdout }).on('line', (line) => {
       const event = parseHostLine(line);
       if (event?.event === 'log') backend = backendOf(event.message) ?? backend;
+      if (event?.event === 'ready') slot = event.slot;
       if (event?.event === 'fatal') stderr = (stderr + event.message).slice(-2000);
     });
   }
@@ -254,7 +261,7 @@ async function startEngine(prefix: string[], kind: LlamaEngineKind, argv: string
     if (!supervised || child.pid === undefined) return child.pid;
     return childrenOf(child.pid).find((pid) => !commOf(pid).startsWith('gpushare-watch'));
   };
-  const engine: Engine = { kind, child, port, serverPid, counter: [], tokens: [], requestStarts: [], client: null, streamed: 0, backend: () => backend };
+  const engine: Engine = { kind, child, port, serverPid, counter: [], tokens: [], requestStarts: [], client: null, streamed: 0, backend: () => backend, slot: () => slot };
   try {
     await waitHealthy(port, child, 180_000);
   } catch (error) {
@@ -632,6 +639,7 @@ export const RESUME_COST_CASES: readonly ResumeCostCase[] = [
 export const RESUME_RUNNING_S: Readonly<Record<LlamaDevice, number>> = { cpu: 6, gpu: 2 };
 
 export interface ResumeCostResult {
+  mode: ResumeMode;
   stop_ms: number;
   busy: boolean;
   window_ms: number;
@@ -650,35 +658,95 @@ export interface ResumeCostResult {
   start_ms_per_window: number | null;
 }
 
-async function resumeCostOnce(options: LlamaBenchOptions, model: string, c: ResumeCostCase): Promise<Omit<ResumeCostResult, 'lost_ms_per_window' | 'extra_cpu_ms_per_window' | 'start_ms_per_window'>> {
+/** How the probe stops engine 0 between its windows: SIGSTOP from this harness (any engine), or
+ *  the built-in engine's own cooperative gate, with the stop another registry peer's window. */
+export type ResumeMode = 'naive' | 'coop';
+
+/** The probe's modes for an engine (coop needs the built-in engine's gate). */
+export const RESUME_MODES: Readonly<Record<LlamaEngineKind, readonly ResumeMode[]>> = { 'llama-server': ['naive'], builtin: ['coop', 'naive'] };
+
+/** The weight of the peer whose window is the stop, beside engine 0's weight 1: 40 ms windows and
+ *  stops of 40, 120 and 360 ms are weights 1:1, 1:3 and 1:9 (periods 80, 160 and 400 ms). */
+export function stopPeerWeight(stopMs: number): number {
+  return stopMs / RESUME_WINDOW_MS;
+}
+
+/** A registry peer kept active by this harness, standing for an engine whose window is the stop
+ *  while the device idles (coop, device idle). */
+function holdWindow(helper: ReturnType<typeof loadRegistryHelper>, gpuKey: string, weight: number): { slot: number; leave: () => void } {
+  const clock = systemClock(() => helper.wallUs());
+  const segment = RegistrySegment.openForJoin(helper, gpuKey);
+  const member = new RegistryMember(segment, clock, { pid: process.pid, ownerPid: process.pid, bootUs: processBootUs(clock.wallUs()), name: 'stop', weight, active: true });
+  const slot = member.join();
+  const heartbeat = startHeartbeat(member, () => undefined);
+  return {
+    slot,
+    leave: () => {
+      heartbeat.stop();
+      member.leave();
+      segment.close();
+    },
+  };
+}
+
+async function slotOf(engine: Engine): Promise<number> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const slot = engine.slot();
+    if (slot !== null) return slot;
+    if (Date.now() > deadline) throw new Error(`the built-in engine on port ${engine.port} never said which registry slot it joined`);
+    await sleep(20);
+  }
+}
+
+async function resumeCostOnce(options: LlamaBenchOptions, model: string, c: ResumeCostCase, mode: ResumeMode): Promise<Omit<ResumeCostResult, 'lost_ms_per_window' | 'extra_cpu_ms_per_window' | 'start_ms_per_window'>> {
   const { device, server } = options;
   const config = LLAMA_MODELS[device];
   const helper = loadRegistryHelper();
   const wallUs = (): number => helper.wallUs();
   const pin = device === 'cpu';
   const engines: Engine[] = [];
+  const gpuKey = `bench-resume-${process.pid}-${c.stopMs}${c.busy ? 'b' : 'i'}`.slice(0, 40);
+  let held: { slot: number; leave: () => void } | null = null;
   try {
     for (let i = 0; i < (c.busy ? 2 : 1); i++) {
       const port = await freePort();
       const args: LlamaServerArgs = { model, port, ctx: config.ctx, threads: pin ? 1 : 4, gpuLayers: device === 'gpu' ? 999 : 0 };
-      engines.push(await startEngine(pin ? ['taskset', '-c', String(options.cores.engine)] : [], options.engine, engineArgv(options.engine, server, args, null), port, false));
+      const peer = mode === 'coop' ? { gpuKey, weight: i === 0 ? 1 : stopPeerWeight(c.stopMs), name: `e${i}` } : null;
+      engines.push(await startEngine(pin ? ['taskset', '-c', String(options.cores.engine)] : [], options.engine, engineArgv(options.engine, server, args, peer), port, false));
     }
     for (const engine of engines) await streamCompletion(engine.port, Math.min(200, config.requestTokens), wallUs, { body: options.engine });
     const windowUs = RESUME_WINDOW_MS * 1000;
     const stopUs = c.stopMs * 1000;
-    // Slot 0 is engine 0's window; slot 1 the stop (the second engine's window when busy).
-    const schedule: Schedule = {
-      periodUs: windowUs + stopUs,
-      windows: [
-        { slot: 0, share: 0, windowShare: 0, startUs: 0, lengthUs: windowUs },
-        ...(stopUs > 0 ? [{ slot: 1, share: 0, windowShare: 0, startUs: windowUs, lengthUs: stopUs }] : []),
-      ],
-    };
-    for (const engine of engines) startClient(engine, config.requestTokens, wallUs);
     const e0 = engines[0];
     if (e0 === undefined) throw new Error('no engine');
+    let schedule: Schedule;
+    if (mode === 'coop') {
+      // The engines' own schedule, from their slots: engine 0 at weight 1, the stop the other peer's.
+      const slot0 = await slotOf(e0);
+      const e1 = engines[1];
+      if (stopUs > 0 && e1 === undefined) held = holdWindow(helper, gpuKey, stopPeerWeight(c.stopMs));
+      const other = e1 !== undefined ? await slotOf(e1) : held?.slot;
+      const shares = computeShares(other === undefined ? [1] : [1, stopPeerWeight(c.stopMs)]);
+      schedule = buildSchedule([{ slot: slot0, share: shares[0] ?? 1 }, ...(other === undefined ? [] : [{ slot: other, share: shares[1] ?? 0 }])]);
+      const mine = schedule.windows.find((w) => w.slot === slot0);
+      if (stopUs > 0 && (schedule.periodUs !== windowUs + stopUs || mine?.lengthUs !== windowUs)) throw new Error(`coop: the registry's schedule (period ${schedule.periodUs} µs, window ${mine?.lengthUs ?? '—'} µs) is not ${RESUME_WINDOW_MS} ms windows with ${c.stopMs} ms stops`);
+      // Let the engines' copies of the registry see the holder.
+      await sleep(300);
+    } else {
+      // Slot 0 is engine 0's window; slot 1 the stop (the second engine's window when busy).
+      schedule = {
+        periodUs: windowUs + stopUs,
+        windows: [
+          { slot: 0, share: 0, windowShare: 0, startUs: 0, lengthUs: windowUs },
+          ...(stopUs > 0 ? [{ slot: 1, share: 0, windowShare: 0, startUs: windowUs, lengthUs: stopUs }] : []),
+        ],
+      };
+    }
+    const slot0 = schedule.windows[0]?.slot ?? 0;
+    for (const engine of engines) startClient(engine, config.requestTokens, wallUs);
     let stopPacer: (() => void) | null = null;
-    if (stopUs > 0) {
+    if (stopUs > 0 && mode === 'naive') {
       const pids = engines.map((e) => e.serverPid() ?? -1);
       if (pids.some((p) => p < 0)) throw new Error('a server pid is unknown');
       stopPacer = naivePacer(pids, schedule, wallUs);
@@ -699,6 +767,7 @@ async function resumeCostOnce(options: LlamaBenchOptions, model: string, c: Resu
     const tokens = Math.round(y - x);
     const runningS = stopUs > 0 ? (windows * windowUs) / 1e6 : (toUs - fromUs) / 1e6;
     return {
+      mode,
       stop_ms: c.stopMs,
       busy: c.busy,
       window_ms: RESUME_WINDOW_MS,
@@ -708,32 +777,44 @@ async function resumeCostOnce(options: LlamaBenchOptions, model: string, c: Resu
       tokens_per_window: stopUs > 0 ? round(tokens / windows, 2) : null,
       tokps_running: round(tokens / runningS, 1),
       cpu_ms_per_token: pin ? round((cpuTo - cpuFrom) / 1000 / Math.max(1, tokens), 2) : null,
-      window_ms_per_token: stopUs > 0 ? costByWindowPosition(e0.tokens, schedule, 0, fromUs, toUs) : null,
+      window_ms_per_token: stopUs > 0 ? costByWindowPosition(e0.tokens, schedule, slot0, fromUs, toUs) : null,
     };
   } finally {
+    held?.leave();
     await endEngines(engines);
+    try {
+      if (mode === 'coop') helper.unlink(gpuKey);
+    } catch {
+      // never created
+    }
   }
 }
 
-/** Every case, then each stopped case's cost per window against the unstopped one. */
-export async function runResumeCost(options: LlamaBenchOptions): Promise<ResumeCostResult[]> {
+/** Every case in every mode, then each stopped case's cost per window against the unstopped one
+ *  of its mode. */
+export async function runResumeCost(options: LlamaBenchOptions, modes: readonly ResumeMode[]): Promise<ResumeCostResult[]> {
   const model = llamaBenchModel(options.device);
-  const measured: Omit<ResumeCostResult, 'lost_ms_per_window' | 'extra_cpu_ms_per_window' | 'start_ms_per_window'>[] = [];
-  for (const c of RESUME_COST_CASES) {
-    const result = await resumeCostOnce(options, model, c);
-    options.log(`  stopped ${String(c.stopMs).padStart(3)} ms${c.busy ? ' (device busy)' : ' (device idle)'}: ${result.tokps_running} tok/s while running, ${result.tokens_per_window ?? '—'} tokens per ${RESUME_WINDOW_MS} ms window, ${result.cpu_ms_per_token ?? '—'} CPU ms per token`);
-    measured.push(result);
+  const out: ResumeCostResult[] = [];
+  for (const mode of modes) {
+    const measured: Omit<ResumeCostResult, 'lost_ms_per_window' | 'extra_cpu_ms_per_window' | 'start_ms_per_window'>[] = [];
+    for (const c of RESUME_COST_CASES) {
+      const result = await resumeCostOnce(options, model, c, mode);
+      options.log(`  ${mode.padEnd(5)} stopped ${String(c.stopMs).padStart(3)} ms${c.busy ? ' (device busy)' : ' (device idle)'}: ${result.tokps_running} tok/s while running, ${result.tokens_per_window ?? '—'} tokens per ${RESUME_WINDOW_MS} ms window, ${result.cpu_ms_per_token ?? '—'} CPU ms per token`);
+      measured.push(result);
+    }
+    const unstopped = measured.find((r) => r.stop_ms === 0);
+    for (const r of measured) {
+      const cost = unstopped === undefined || r.windows === null ? null : windowStartCost({ windowMs: r.window_ms, windows: r.windows, tokens: r.tokens, cpuMs: r.cpu_ms_per_token === null ? null : r.cpu_ms_per_token * r.tokens, restMsPerToken: r.window_ms_per_token?.rest ?? null }, { msPerToken: 1000 / unstopped.tokps_running, cpuMsPerToken: unstopped.cpu_ms_per_token });
+      out.push({ ...r, lost_ms_per_window: cost?.lostMsPerWindow ?? null, extra_cpu_ms_per_window: cost?.extraCpuMsPerWindow ?? null, start_ms_per_window: cost?.startMsPerWindow ?? null });
+    }
   }
-  const unstopped = measured.find((r) => r.stop_ms === 0);
-  return measured.map((r) => {
-    const cost = unstopped === undefined || r.windows === null ? null : windowStartCost({ windowMs: r.window_ms, windows: r.windows, tokens: r.tokens, cpuMs: r.cpu_ms_per_token === null ? null : r.cpu_ms_per_token * r.tokens, restMsPerToken: r.window_ms_per_token?.rest ?? null }, { msPerToken: 1000 / unstopped.tokps_running, cpuMsPerToken: unstopped.cpu_ms_per_token });
-    return { ...r, lost_ms_per_window: cost?.lostMsPerWindow ?? null, extra_cpu_ms_per_window: cost?.extraCpuMsPerWindow ?? null, start_ms_per_window: cost?.startMsPerWindow ?? null };
-  });
+  return out;
 }
 
 export function resumeCostTable(results: readonly ResumeCostResult[]): string {
-  const header = ['stopped ms', 'device meanwhile', 'interval s', 'tok/s running', 'tokens / window', 'ms/tok in window 1st/2nd/rest', 'CPU ms/tok', 'lost ms / window', 'extra CPU ms / window', 'start ms / window'];
+  const header = ['stopped by', 'stopped ms', 'device meanwhile', 'interval s', 'tok/s running', 'tokens / window', 'ms/tok in window 1st/2nd/rest', 'CPU ms/tok', 'lost ms / window', 'extra CPU ms / window', 'start ms / window'];
   const rows = results.map((r) => [
+    r.mode === 'coop' ? 'coop gate' : 'SIGSTOP',
     String(r.stop_ms),
     r.stop_ms === 0 ? '— (never stopped)' : r.busy ? 'busy (2nd engine)' : 'idle',
     String(r.interval_s),
@@ -824,10 +905,10 @@ export async function llamaBenchMain(args: LlamaMainArgs): Promise<number> {
     server = found;
   } else if (!existsSync(BUILTIN_HOST)) return fail(`the built-in engine is not built (${BUILTIN_HOST}): npm run build`);
   else if (args.device === 'gpu' && !builtinCudaInstalled()) return fail('the built-in engine needs node-llama-cpp\'s CUDA build (@node-llama-cpp/linux-x64-cuda), which is not installed here');
-  const allowed = LLAMA_MODES[engine];
-  const modes = (args.modes?.split(',') ?? [...defaultLlamaModes(args.device, engine)]) as LlamaMode[];
+  const allowed: readonly string[] = args.resumeCost === true ? RESUME_MODES[engine] : LLAMA_MODES[engine];
+  const modes = args.modes?.split(',') ?? [...(args.resumeCost === true ? RESUME_MODES[engine] : defaultLlamaModes(args.device, engine))];
   const unknownMode = modes.find((m) => !allowed.includes(m));
-  if (unknownMode !== undefined) return fail(`--modes: mode ${unknownMode} is not one the ${engine} engine runs (${allowed.join(', ')})`);
+  if (unknownMode !== undefined) return fail(`--modes: mode ${unknownMode} is not one the ${engine} engine runs${args.resumeCost === true ? ' in --resume-cost' : ''} (${allowed.join(', ')})`);
   const names = args.scenarios?.split(',') ?? LLAMA_SCENARIOS.map((s) => s.name);
   const unknownScenario = names.find((n) => !LLAMA_SCENARIOS.some((s) => s.name === n));
   if (unknownScenario !== undefined) return fail(`--scenarios: unknown scenario ${unknownScenario} (with real llama-servers: ${LLAMA_SCENARIOS.map((s) => s.name).join(', ')})`);
@@ -844,9 +925,9 @@ export async function llamaBenchMain(args: LlamaMainArgs): Promise<number> {
   log(`pacing benchmark on ${engine === 'llama-server' ? `llama-server (${server})` : 'the built-in engine (node-llama-cpp)'}, ${args.device === 'gpu' ? `GPU: ${gpu}, all layers offloaded` : `all engines on core ${engineCore}, the rest on core ${harnessCore}`}; model E${model.spec.embedding}/L${model.spec.layers}/FF${model.spec.feedForward} ${model.spec.type}${model.sparse ? ' (sparse: zero weights)' : ''}, ${model.requestTokens}-token requests`);
   const started = Date.now();
   const outDir = join(ROOT, 'bench-results');
-  const options = { device: args.device, engine, server, modes, scenarios: LLAMA_SCENARIOS.filter((s) => names.includes(s.name)), measureS: args.measureS ?? LLAMA_MEASURE_S[args.device], repeat: args.repeat, cores: { engine: engineCore, harness: harnessCore }, log };
+  const options = { device: args.device, engine, server, modes: modes as LlamaMode[], scenarios: LLAMA_SCENARIOS.filter((s) => names.includes(s.name)), measureS: args.measureS ?? LLAMA_MEASURE_S[args.device], repeat: args.repeat, cores: { engine: engineCore, harness: harnessCore }, log };
   if (args.resumeCost === true) {
-    const results = await runResumeCost(options);
+    const results = await runResumeCost(options, modes as ResumeMode[]);
     const name = `resume-cost-${benchName(args.device, engine)}`;
     const file = `${name}.json`;
     const report = { benchmark: name, date: new Date().toISOString(), engine, server, gpu, model: { ...model.spec, sparse: model.sparse, ctx: model.ctx, request_tokens: model.requestTokens }, duration_s: round((Date.now() - started) / 1000, 1), cases: results };
@@ -856,7 +937,7 @@ export async function llamaBenchMain(args: LlamaMainArgs): Promise<number> {
     else {
       console.log('');
       console.log(resumeCostTable(results));
-      console.log(`\none engine decoding in ${RESUME_WINDOW_MS} ms windows, stopped (SIGSTOP) between them; lost ms / window = the window's length less what its tokens take unstopped; extra CPU = CPU per window beyond its tokens' unstopped cost; start ms / window = the window's length less its tokens at its own later cadence (what starting it costs, whatever the machine's speed did since the unstopped run).\nA fixed cost c per window makes a 2:1 split of time read (80 − c)/(40 − c) in tokens: c = 1 ms → 2.03, c = 5 ms → 2.14, c = 10 ms → 2.33.\n${report.duration_s} s; wrote bench-results/${file}`);
+      console.log(`\none engine decoding in ${RESUME_WINDOW_MS} ms windows, stopped between them (SIGSTOP from this harness, or coop: its own cooperative gate waiting out another registry peer's window); lost ms / window = the window's length less what its tokens take unstopped; extra CPU = CPU per window beyond its tokens' unstopped cost; start ms / window = the window's length less its tokens at its own later cadence (what starting it costs, whatever the machine's speed did since the unstopped run).\nA fixed cost c per window makes a 2:1 split of time read (80 − c)/(40 − c) in tokens: c = 1 ms → 2.03, c = 5 ms → 2.14, c = 10 ms → 2.33.\n${report.duration_s} s; wrote bench-results/${file}`);
     }
     return 0;
   }

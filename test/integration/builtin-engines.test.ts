@@ -5,7 +5,7 @@
  * benchmark holds the tight figures).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -13,6 +13,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../electron/core/clock.js';
 import { parseHostLine } from '../../electron/core/engines/host-protocol.js';
 import { Supervisor, type SupervisorEvent } from '../../electron/core/engines/supervisor.js';
+import { RegistryMember, processBootUs, startHeartbeat } from '../../electron/core/registry/member.js';
+import { RegistrySegment } from '../../electron/core/registry/segment.js';
 import { simSupervisorDeps } from '../fixtures/supervisor-deps.js';
 import { loadRegistryHelper } from '../../native/helper.js';
 import { PACED_GGUF_SPEC, PACED_REQUEST_TOKENS, PACED_WARM_TOKENS, TINY_GGUF_SPEC, writeGguf } from '../fixtures/gguf.js';
@@ -128,5 +130,60 @@ describe('built-in engines', () => {
     expect(b).toBeGreaterThan(400);
     expect((a ?? 0) / (b ?? 1)).toBeGreaterThan(PACED_2_1_LOW);
     expect((a ?? 0) / (b ?? 1)).toBeLessThan(PACED_2_1_HIGH);
+  }, 60_000);
+
+  it('a built-in engine at its default threads waiting for its window spends next to no CPU', async () => {
+    // One engine at weight 1 beside a peer of weight 9 that this test keeps active: the engine runs
+    // 40 ms of every 400 and waits the rest. Waiting must cost nothing (no thread spinning while
+    // another engine's window runs): its CPU per second, paced, is about a tenth of what it spends
+    // alone, and far under half even on a loaded machine.
+    const gpuKey = testKey('builtinwait');
+    keys.push(gpuKey);
+    const host = spawn(process.execPath, [BUILTIN_HOST, '--model', paced, '--ctx', '1024', '--gpu-layers', '0', '--port', '0', '--gpu-key', gpuKey, '--weight', '1', '--name', 'waiting'], { stdio: ['pipe', 'pipe', 'inherit'] });
+    children.push(host);
+    const port = await new Promise<number>((resolve, reject) => {
+      createInterface({ input: host.stdout }).on('line', (line) => {
+        const event = parseHostLine(line);
+        if (event?.event === 'ready') resolve(event.port);
+        if (event?.event === 'fatal') reject(new Error(event.message));
+      });
+    });
+    const cpuMs = (): number => {
+      const fields = readFileSync(`/proc/${host.pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+      return (Number(fields[11]) + Number(fields[12])) * 10;
+    };
+    const cpuPerSecond = async (seconds: number): Promise<{ cpu: number; tokens: number }> => {
+      const [cpu0, tokens0] = [cpuMs(), await predictedTokens(port)];
+      await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+      return { cpu: (cpuMs() - cpu0) / seconds, tokens: (await predictedTokens(port)) - tokens0 };
+    };
+    await streamChat(port, PACED_REQUEST_TOKENS);
+    let running = true;
+    const client = (async () => {
+      while (running) await streamChat(port, PACED_REQUEST_TOKENS);
+    })();
+    let holder: { member: RegistryMember; segment: RegistrySegment; stop: () => void } | null = null;
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const alone = await cpuPerSecond(2);
+      const segment = RegistrySegment.openForJoin(helper, gpuKey);
+      const member = new RegistryMember(segment, clock, { pid: process.pid, ownerPid: process.pid, bootUs: processBootUs(clock.wallUs()), name: 'holder', weight: 9, active: true });
+      member.join();
+      holder = { member, segment, stop: startHeartbeat(member, () => undefined).stop };
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const pacedRun = await cpuPerSecond(3);
+      console.info(`waiting engine: alone ${alone.cpu.toFixed(0)} ms CPU/s (${alone.tokens} tokens in 2 s), paced at 1:9 ${pacedRun.cpu.toFixed(0)} ms CPU/s (${pacedRun.tokens} tokens in 3 s)`);
+      expect(alone.cpu).toBeGreaterThan(100);
+      expect(pacedRun.tokens).toBeGreaterThan(0);
+      expect(pacedRun.cpu).toBeLessThan(alone.cpu * 0.5);
+    } finally {
+      running = false;
+      if (holder !== null) {
+        holder.stop();
+        holder.member.leave();
+        holder.segment.close();
+      }
+      await client;
+    }
   }, 60_000);
 });

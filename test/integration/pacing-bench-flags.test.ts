@@ -5,7 +5,7 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { backendOf, benchName, defaultLlamaModes, engineArgv, LLAMA_MODES } from '../bench/pacing-llama.js';
+import { backendOf, benchName, defaultLlamaModes, engineArgv, LLAMA_MODES, RESUME_MODES, stopPeerWeight } from '../bench/pacing-llama.js';
 import { BUILTIN_HOST, ROOT } from '../fixtures/procs.js';
 
 const BENCH = join(ROOT, 'dist', 'test', 'bench', 'pacing-bench.js');
@@ -24,6 +24,10 @@ describe('the real-engine benchmark’s engines', () => {
     expect(defaultLlamaModes('gpu', 'llama-server')).toEqual(['free', 'gate']);
     expect(defaultLlamaModes('gpu', 'builtin')).toEqual(['free', 'gate', 'coop']);
     expect(defaultLlamaModes('cpu', 'builtin')).toEqual(LLAMA_MODES.builtin);
+    // The resume-cost probe: the built-in engine's own gate first, and SIGSTOP as for any engine.
+    expect(RESUME_MODES.builtin).toEqual(['coop', 'naive']);
+    expect(RESUME_MODES['llama-server']).toEqual(['naive']);
+    expect([40, 120, 360].map(stopPeerWeight)).toEqual([1, 3, 9]);
     expect([benchName('gpu', 'llama-server'), benchName('cpu', 'llama-server'), benchName('gpu', 'builtin'), benchName('cpu', 'builtin')]).toEqual(['gpu', 'llama-server', 'gpu-builtin', 'builtin-cpu']);
   });
 
@@ -39,6 +43,10 @@ describe.skipIf(process.platform !== 'linux')('bench:pacing refuses a bad engine
     [['--engine', 'builtin'], '--engine: goes with --llama-server or --gpu'],
     [['--llama-server', '--engine', 'vllm'], '--engine: unknown engine vllm (engines: llama-server, builtin)'],
     [['--llama-server', '--engine', 'builtin', '--modes', 'coop,warp'], '--modes: mode warp is not one the builtin engine runs (free, naive, gate, coop)'],
+    [['--llama-server', '--engine', 'builtin', '--resume-cost', '--modes', 'gate'], '--modes: mode gate is not one the builtin engine runs in --resume-cost (coop, naive)'],
+    [['--setups', 'builtin'], '--setups: goes with --serve'],
+    [['--serve', '--engine', 'builtin'], "--serve: runs on its own (with --setups, --measure-s, --repeat, --json), not with the pinned benchmarks' flags"],
+    [['--serve', '--setups', 'builtin,warp'], '--setups: unknown setup warp (setups: builtin, builtin-1, llama-server)'],
   ];
   for (const [flags, message] of cases) {
     it(flags.join(' '), () => {

@@ -2,7 +2,9 @@
  *  chunk shapes, errors, the Prometheus text, the port's door, stop strings, incremental text and
  *  the FIFO of waiting requests; llama-server's /completion and /props shapes. */
 import { describe, expect, it } from 'vitest';
-import { FifoLock, StopMatcher, TokenTextStream, type GenerationResult } from '../../electron/core/engines/builtin-decode.js';
+import { FifoLock, generate, StopMatcher, TokenTextStream, type Engine, type GenerationResult } from '../../electron/core/engines/builtin-decode.js';
+import { newDecodeCounters } from '../../electron/core/engines/builtin-metrics.js';
+import type { Token } from 'node-llama-cpp';
 import { doorCheck, type HostDoor } from '../../electron/core/engines/builtin-http.js';
 import { completionFinal, completionPiece, generationSettings, parseLlamaCompletionRequest, propsBody, stopTypeOf, timingsOf } from '../../electron/core/engines/builtin-llama.js';
 import { formatMetrics, METRICS_CONTENT_TYPE } from '../../electron/core/engines/builtin-metrics.js';
@@ -19,6 +21,7 @@ import {
   usageOf,
   type ResponseMeta,
 } from '../../electron/core/engines/builtin-openai.js';
+import { defaultThreads } from '../../electron/core/engines/builtin-threads.js';
 import { allowedHosts } from '../../electron/core/api/http.js';
 import { buildPropsBlock, type GpuPeersView } from '../../electron/core/registry/view.js';
 
@@ -359,5 +362,56 @@ describe("builtin engine: llama-server's shapes", () => {
     const ready = propsBody({ ...facts, nCtx: 256, isProcessing: true, chatTemplate: '{{ x }}', peers: view });
     expect(ready).toMatchObject({ default_generation_settings: { n_ctx: 256, is_processing: true }, chat_template: '{{ x }}' });
     expect(ready.opencoti).toEqual(buildPropsBlock(view, true).opencoti);
+  });
+});
+
+describe('builtin engine: default threads', () => {
+  it('leaves one physical core free on the CPU, at least one thread', () => {
+    // node-llama-cpp's own default was every math core (2 on the 2-core CI machine, 3–141 tok/s).
+    expect(defaultThreads({ mathCores: 2, offloadedLayers: 0, totalLayers: 5 })).toBe(1);
+    expect(defaultThreads({ mathCores: 16, offloadedLayers: 0, totalLayers: 5 })).toBe(15);
+    expect(defaultThreads({ mathCores: 1, offloadedLayers: 0, totalLayers: 5 })).toBe(1);
+  });
+
+  it('keeps one thread when every layer is on a GPU, and the CPU default when only some are', () => {
+    expect(defaultThreads({ mathCores: 16, offloadedLayers: 5, totalLayers: 5 })).toBe(1);
+    expect(defaultThreads({ mathCores: 16, offloadedLayers: 3, totalLayers: 5 })).toBe(15);
+    // A model whose layer count is unknown (0) is not taken as offloaded.
+    expect(defaultThreads({ mathCores: 8, offloadedLayers: 0, totalLayers: 0 })).toBe(7);
+  });
+});
+
+describe('builtin engine: where the gate sits between decode steps', () => {
+  /** An engine whose sequence yields the given tokens, one per step, and whose text for a token
+   *  is `t<id> `; nothing else of node-llama-cpp is used by generate(). */
+  function fakeEngine(tokens: number[]): Engine {
+    const sequence = {
+      contextSize: 1024,
+      nextTokenIndex: 0,
+      compareContextTokens: () => ({ firstDifferentIndex: 0 }),
+      eraseContextTokenRanges: async () => undefined,
+      evaluate: async function* () {
+        for (const token of tokens) yield token;
+      },
+    };
+    const model = { detokenize: (pending: readonly number[]) => pending.map((t) => `t${t} `).join(''), isEogToken: () => false };
+    return { sequence, model } as unknown as Engine;
+  }
+  const request = { maxTokens: 3, temperature: 1, topP: null, topK: null, seed: null, stop: [], stream: true, includeUsage: false };
+
+  it("sends each token before the gate may hold the next step, and answers a request's end without a wait", async () => {
+    const events: string[] = [];
+    const result = await generate(
+      fakeEngine([10, 11, 12, 13]),
+      { tokens: [1, 2] as unknown as Token[], stops: [], stopTokens: new Set() },
+      request,
+      new AbortController().signal,
+      (text) => events.push(`text ${text.trim()}`),
+      { afterStep: async () => void events.push('gate'), counters: newDecodeCounters(), arrivedUs: 0 },
+    );
+    expect(result.completionTokens).toBe(3);
+    // Before: the gate ran after each step and before its token went out, and after the last one too.
+    // The first gate is the prompt's (its evaluation starts inside our window).
+    expect(events).toEqual(['gate', 'text t10', 'gate', 'text t11', 'gate', 'text t12']);
   });
 });

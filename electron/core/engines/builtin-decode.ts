@@ -272,8 +272,15 @@ export async function generate(
   // The prompt's evaluation is device work too: it starts inside our window, not someone else's.
   if (steps.afterStep !== null) await steps.afterStep(0);
   const iterator = sequence.evaluate(tokens.slice(keep), options);
+  // The step just taken, for the gate to weigh before the next one starts.
+  let lastStepUs: number | null = null;
   try {
     while (completionTokens < limit) {
+      // The gate sits between the steps: after a step's token has gone out, right before the next
+      // decode. A window then starts with a decode rather than with sending a token decoded in the
+      // last one, and a request that ends (end of sequence, stop string, its limit) is answered at
+      // once instead of after a wait for the next window.
+      if (lastStepUs !== null && steps.afterStep !== null) await steps.afterStep(lastStepUs);
       if (signal.aborted) {
         aborted = true;
         break;
@@ -281,6 +288,7 @@ export async function generate(
       const stepStart = monotonicUs();
       const next = await iterator.next();
       const stepUs = monotonicUs() - stepStart;
+      lastStepUs = stepUs;
       steps.counters.decodeTotal++;
       if (firstStep) {
         steps.counters.promptTokensTotal += tokens.length - keep;
@@ -291,13 +299,12 @@ export async function generate(
         steps.counters.tokensPredictedSecondsTotal += stepUs / 1e6;
         predictUs += stepUs;
       }
-      if (steps.afterStep !== null) await steps.afterStep(stepUs);
       if (next.done === true) {
         finishReason = 'stop';
         break;
       }
       if (!firstTokenCounted) {
-        // After its step and the pacer's hold: when the client can have it.
+        // When its step ends: when the client can have it.
         firstTokenCounted = true;
         steps.counters.firstTokenSecondsTotal += (monotonicUs() - steps.arrivedUs) / 1e6;
         steps.counters.firstTokensTotal++;

@@ -43,6 +43,7 @@ import type { AfterStep, Engine } from './builtin-decode.js';
 import { errorText, Host, sendError } from './builtin-http.js';
 import { ENGINE_SECRET_ENV } from './engine-secret.js';
 import { vulkanPinningWarning } from './device-pinning.js';
+import { defaultThreads } from './builtin-threads.js';
 
 // ---------------------------------------------------------------------------------------------
 // Flags
@@ -58,7 +59,7 @@ export interface HostOptions {
   ctx: number;
   /** 0 = CPU only (no GPU backend is even probed). */
   gpuLayers: number | 'auto' | 'max';
-  /** null = the number of physical cores node-llama-cpp finds useful for math. */
+  /** null = builtin-threads.ts decides (physical cores − 1 on the CPU, 1 with every layer on a GPU). */
   threads: number | null;
   port: number;
   host: string;
@@ -380,7 +381,7 @@ async function main(argv: readonly string[]): Promise<void> {
     });
     if (host.isStopping) return;
     progress(0.9);
-    const threads = options.threads ?? llama.cpuMathCores;
+    const threads = options.threads ?? defaultThreads({ mathCores: llama.cpuMathCores, offloadedLayers: model.gpuLayers, totalLayers: model.fileInsights.totalLayers });
     const context = await model.createContext({ contextSize: options.ctx, sequences: 1, threads });
     if (host.isStopping) return;
     engine = { llama, model, context, sequence: context.getSequence(), chatWrapper: resolveChatWrapper(model) };

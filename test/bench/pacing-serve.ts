@@ -1,0 +1,306 @@
+/**
+ * `bench:pacing --serve`: the engines as a user runs them, beside the pinned benchmark
+ * (pacing-llama.ts). `gpu-share serve` with two profiles of one model at weights 2 and 1, every
+ * setting at its default (threads included), nothing pinned, every request through the gateway's
+ * `/v1/completions`, engines launched on demand by their first request. For each setup (the
+ * built-in engine at its default threads, the built-in engine at one thread, a llama-server at its
+ * defaults when one is built) one row: the weight-2 engine alone (before and after), both at once
+ * (their sum as % of solo), and the token split (target 2).
+ *
+ * The device is a simulated one with a key of this run's own (`--sim`), so that the registry is
+ * not the machine's `cpu-0` that other runs may share; the engines decode on the CPU all the same.
+ * Tokens are counted by the client: one per streamed piece, set right by each request's `usage`.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ProfileStore } from '../../electron/core/engines/profiles.js';
+import type { AppState } from '../../electron/core/contract.js';
+import { loadRegistryHelper } from '../../native/helper.js';
+import { findLlamaServer, freePort } from '../fixtures/llama-server.js';
+import { startServe, type Served } from '../fixtures/serve.js';
+import { sseData } from '../fixtures/sse.js';
+import { LLAMA_MODELS, llamaBenchModel, treeCpuUs } from './pacing-llama.js';
+import { counterAt, median, round, textTable } from './pacing-stats.js';
+
+export type ServeSetup = 'builtin' | 'builtin-1' | 'llama-server';
+export const SERVE_SETUPS: readonly ServeSetup[] = ['builtin', 'builtin-1', 'llama-server'];
+
+const SETUP_LABEL: Readonly<Record<ServeSetup, string>> = {
+  builtin: 'built-in, default threads',
+  'builtin-1': 'built-in, threads 1',
+  'llama-server': 'llama-server, its defaults',
+};
+
+/** Seconds measured for solo and for both at once unless --measure-s says otherwise. */
+export const SERVE_MEASURE_S = 8;
+
+export interface ServeResult {
+  setup: ServeSetup;
+  /** The threads the built-in engine said it loaded with (from its log); null for llama-server. */
+  threads: number | null;
+  solo_tokps: number;
+  solo_before_after_tokps: [number, number];
+  together_tokps: [number, number];
+  aggregate_pct_of_solo: number;
+  /** Tokens of the weight-2 engine over the weight-1 engine's while both stream (target 2). */
+  ratio: number | null;
+  /** CPU time of each engine's process tree while both stream, the weight-2 engine's over the
+   *  other's (unpinned: what each used of the machine, not of one device). */
+  cpu_ratio: number | null;
+  runs?: { solo_tokps: number; aggregate_pct_of_solo: number; ratio: number | null; cpu_ratio: number | null }[];
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The body of one streamed `/v1/completions` request: the llama-server as in the pinned
+ *  benchmark (greedy, never ending early, no byte tokens), the built-in engine sampled at
+ *  temperature 1 (it takes neither ignore_eos nor logit_bias). */
+function completionBody(setup: ServeSetup, model: string, tokens: number): Record<string, unknown> {
+  const common = { model, prompt: 'Once upon a time', max_tokens: tokens, stream: true, stream_options: { include_usage: true } };
+  if (setup !== 'llama-server') return { ...common, temperature: 1 };
+  return { ...common, temperature: 0, ignore_eos: true, logit_bias: Array.from({ length: 259 }, (_, id) => [id, false]) };
+}
+
+interface Client {
+  /** [wall µs, tokens so far]. */
+  counter: [number, number][];
+  /** Notes the count now (it holds until the next piece arrives), so that an interval that ends
+   *  now is spanned. */
+  mark: () => number;
+  stop: () => Promise<void>;
+}
+
+/** Streams requests back to back through the gateway until stopped. */
+function startClient(served: Served, setup: ServeSetup, capability: string, tokens: number, wallUs: () => number): Client {
+  const controller = new AbortController();
+  const counter: [number, number][] = [[wallUs(), 0]];
+  let total = 0;
+  const loop = (async () => {
+    while (!controller.signal.aborted) {
+      let counted = 0;
+      try {
+        const response = await fetch(`${served.base}/v1/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${served.token}`, 'content-type': 'application/json' },
+          body: JSON.stringify(completionBody(setup, capability, tokens)),
+          signal: controller.signal,
+        });
+        if (!response.ok) throw new Error(`the gateway answered ${response.status}: ${(await response.text()).slice(0, 200)}`);
+        for await (const payload of sseData(response.body)) {
+          if (payload === '[DONE]') break;
+          const data = JSON.parse(payload) as { choices?: { text?: string }[]; usage?: { completion_tokens?: number } | null };
+          const usage = data.usage?.completion_tokens;
+          const add = typeof usage === 'number' ? usage - counted : data.choices?.[0]?.text ? 1 : 0;
+          if (add === 0) continue;
+          counted += add;
+          total += add;
+          counter.push([wallUs(), total]);
+        }
+      } catch (error) {
+        if (controller.signal.aborted) return;
+        process.stderr.write(`  ${capability}: ${error instanceof Error ? error.message : String(error)}\n`);
+        await sleep(200);
+      }
+    }
+  })();
+  return {
+    counter,
+    mark: () => {
+      const now = wallUs();
+      counter.push([now, total]);
+      return now;
+    },
+    stop: async () => {
+      counter.push([wallUs(), total]);
+      controller.abort();
+      await loop;
+    },
+  };
+}
+
+function rate(counter: readonly [number, number][], fromUs: number, toUs: number, what: string): number {
+  const a = counterAt(counter, fromUs);
+  const b = counterAt(counter, toUs);
+  if (a === null || b === null) throw new Error(`${what}: the client's token count (${counter.length} samples, ${counter[0]?.[0] ?? '—'}–${counter.at(-1)?.[0] ?? '—'} µs) does not span ${Math.round(fromUs)}–${Math.round(toUs)} µs`);
+  return (b - a) / ((toUs - fromUs) / 1e6);
+}
+
+/** One setup: serve, its two profiles, solo / together / solo. */
+async function runSetup(setup: ServeSetup, server: string | null, measureS: number, log: (line: string) => void): Promise<ServeResult> {
+  const helper = loadRegistryHelper();
+  const wallUs = (): number => helper.wallUs();
+  const config = LLAMA_MODELS.cpu;
+  const model = llamaBenchModel('cpu');
+  const dir = mkdtempSync(join(tmpdir(), 'gpushare-bench-serve-'));
+  const key = `bench-serve-${process.pid}-${setup}`.slice(0, 40);
+  const dataDir = join(dir, 'data');
+  mkdirSync(dataDir, { recursive: true });
+  const sim = join(dir, 'sim.json');
+  writeFileSync(sim, JSON.stringify({ devices: [{ key, name: 'bench', totalBytes: 24 * 1024 ** 3, usedBytes: 1024 ** 3, processes: null, health: 'OK' }] }));
+  const store = new ProfileStore({ dataDir });
+  for (const weight of [2, 1]) {
+    const id = `w${weight}`;
+    if (setup === 'llama-server') {
+      if (server === null) throw new Error('no llama-server');
+      store.create({ id, name: id, capabilities: [id], engineKind: 'llama-server', command: server, modelPath: model, contextSize: config.ctx, gpuLayers: 0, weight, priority: 'interactive', args: ['--host', '127.0.0.1', '--port', String(await freePort())] });
+    } else {
+      store.create({ id, name: id, capabilities: [id], engineKind: 'builtin', modelPath: model, contextSize: config.ctx, gpuLayers: 0, threads: setup === 'builtin-1' ? 1 : null, weight, priority: 'interactive' });
+    }
+  }
+  const served = await startServe({ dataDir, sim });
+  const clients: Client[] = [];
+  try {
+    // Launch both on demand and warm them, one after the other, then let both go idle.
+    for (const id of ['w2', 'w1']) {
+      const warm = startClient(served, setup, id, 200, wallUs);
+      const deadline = Date.now() + 180_000;
+      while ((warm.counter.at(-1)?.[1] ?? 0) < 200 && Date.now() < deadline) await sleep(50);
+      await warm.stop();
+    }
+    await sleep(2_500);
+    const engines = (await (await fetch(`${served.base}/api/state`, { headers: { authorization: `Bearer ${served.token}` } })).json()) as AppState;
+    const pidOf = (id: string): number => engines.engines.find((e) => e.profileId === id && e.state === 'running')?.pid ?? -1;
+    const threadsLine = engines.engines.find((e) => e.profileId === 'w2')?.logTail.find((line) => /threads/.test(line)) ?? '';
+    const threads = setup === 'llama-server' ? null : Number(/(\d+) threads/.exec(threadsLine)?.[1] ?? Number.NaN);
+
+    const heavy = startClient(served, setup, 'w2', config.requestTokens, wallUs);
+    clients.push(heavy);
+    await sleep(1_000);
+    const soloFrom = heavy.mark();
+    await sleep(measureS * 1000);
+    const soloBefore = rate(heavy.counter, soloFrom, heavy.mark(), 'w2 alone before');
+    const light = startClient(served, setup, 'w1', config.requestTokens, wallUs);
+    clients.push(light);
+    // Both active in the registry, the schedule settled.
+    await sleep(2_000);
+    const fromUs = heavy.mark();
+    light.mark();
+    const cpuFrom = [pidOf('w2'), pidOf('w1')].map(treeCpuUs);
+    await sleep(measureS * 1000);
+    const toUs = heavy.mark();
+    light.counter.push([toUs, light.counter.at(-1)?.[1] ?? 0]);
+    const cpuTo = [pidOf('w2'), pidOf('w1')].map(treeCpuUs);
+    await light.stop();
+    // The light engine's slot goes idle (the activity window), then the heavy one alone again.
+    await sleep(3_000);
+    const afterFrom = heavy.mark();
+    await sleep(measureS * 1000);
+    const soloAfter = rate(heavy.counter, afterFrom, heavy.mark(), 'w2 alone after');
+    const together: [number, number] = [rate(heavy.counter, fromUs, toUs, 'w2 beside w1'), rate(light.counter, fromUs, toUs, 'w1 beside w2')];
+    const solo = (soloBefore + soloAfter) / 2;
+    const cpu = cpuTo.map((c, i) => c - (cpuFrom[i] ?? 0));
+    const result: ServeResult = {
+      setup,
+      threads: threads !== null && Number.isNaN(threads) ? null : threads,
+      solo_tokps: round(solo, 1),
+      solo_before_after_tokps: [round(soloBefore, 1), round(soloAfter, 1)],
+      together_tokps: [round(together[0], 1), round(together[1], 1)],
+      aggregate_pct_of_solo: round(((together[0] + together[1]) / solo) * 100, 1),
+      ratio: together[1] > 0 ? round(together[0] / together[1], 3) : null,
+      cpu_ratio: (cpu[1] ?? 0) > 0 ? round((cpu[0] ?? 0) / (cpu[1] ?? 1), 3) : null,
+    };
+    log(`  ${SETUP_LABEL[setup].padEnd(27)} solo ${result.solo_tokps} tok/s (${result.solo_before_after_tokps.join(' → ')})  together ${result.together_tokps.join(' / ')} = ${result.aggregate_pct_of_solo} % of solo  split ${result.ratio ?? '—'} (CPU ${result.cpu_ratio ?? '—'})${result.threads === null ? '' : `  threads ${result.threads}`}`);
+    return result;
+  } finally {
+    for (const client of clients) await client.stop();
+    await served.stop();
+    rmSync(dir, { recursive: true, force: true });
+    try {
+      helper.unlink(key);
+    } catch {
+      // never created
+    }
+  }
+}
+
+function medianOfRuns(runs: readonly ServeResult[]): ServeResult {
+  const first = runs[0];
+  if (first === undefined) throw new Error('no runs');
+  if (runs.length === 1) return first;
+  const m = (pick: (r: ServeResult) => number | null, digits: number): number | null => {
+    const values = runs.map(pick).filter((x): x is number => x !== null);
+    return values.length === 0 ? null : round(median(values), digits);
+  };
+  return {
+    ...first,
+    solo_tokps: m((r) => r.solo_tokps, 1) ?? 0,
+    together_tokps: [m((r) => r.together_tokps[0], 1) ?? 0, m((r) => r.together_tokps[1], 1) ?? 0],
+    aggregate_pct_of_solo: m((r) => r.aggregate_pct_of_solo, 1) ?? 0,
+    ratio: m((r) => r.ratio, 3),
+    cpu_ratio: m((r) => r.cpu_ratio, 3),
+    runs: runs.map((r) => ({ solo_tokps: r.solo_tokps, aggregate_pct_of_solo: r.aggregate_pct_of_solo, ratio: r.ratio, cpu_ratio: r.cpu_ratio })),
+  };
+}
+
+export function serveTable(results: readonly ServeResult[]): string {
+  const header = ['setup', 'threads', 'solo tok/s (before→after)', 'together tok/s', 'agg % solo', 'split 2:1', 'CPU split'];
+  const rows = results.map((r) => [
+    SETUP_LABEL[r.setup],
+    r.threads === null ? '—' : String(r.threads),
+    `${r.solo_tokps.toFixed(1)} (${r.solo_before_after_tokps.map((s) => s.toFixed(1)).join('→')})`,
+    r.together_tokps.map((t) => t.toFixed(1)).join(' / '),
+    r.aggregate_pct_of_solo.toFixed(1),
+    r.ratio === null ? '—' : r.ratio.toFixed(3),
+    r.cpu_ratio === null ? '—' : r.cpu_ratio.toFixed(3),
+  ]);
+  return textTable(header, rows);
+}
+
+export interface ServeMainArgs {
+  /** --setups: a comma list of SERVE_SETUPS (default: all, llama-server when one is built). */
+  setups: string | undefined;
+  measureS: number | undefined;
+  repeat: number;
+  json: boolean;
+}
+
+/** `bench:pacing --serve`: the exit code (2, with one line, for a bad flag or a missing piece). */
+export async function serveBenchMain(args: ServeMainArgs, outDir: string): Promise<number> {
+  const fail = (line: string): number => {
+    console.error(`bench:pacing --serve: ${line}`);
+    return 2;
+  };
+  if (process.platform !== 'linux') return fail('needs Linux (procfs)');
+  const asked = args.setups?.split(',') ?? null;
+  const unknown = asked?.find((s) => !(SERVE_SETUPS as readonly string[]).includes(s));
+  if (unknown !== undefined) return fail(`--setups: unknown setup ${unknown} (setups: ${SERVE_SETUPS.join(', ')})`);
+  const server = await findLlamaServer();
+  if (asked?.includes('llama-server') === true && server === null) return fail('--setups: llama-server asked for, but none is built (npm run llama-server:build, or set LLAMA_SERVER)');
+  const setups = (asked ?? SERVE_SETUPS.filter((s) => s !== 'llama-server' || server !== null)) as ServeSetup[];
+  const log = (line: string): void => {
+    if (args.json) process.stderr.write(`${line}\n`);
+    else console.log(line);
+  };
+  const measureS = args.measureS ?? SERVE_MEASURE_S;
+  const uptime = spawnSync('uptime', { encoding: 'utf8' }).stdout.trim();
+  const model = LLAMA_MODELS.cpu;
+  log(`pacing benchmark through serve and its gateway: engines unpinned at their defaults, weights 2:1; model E${model.spec.embedding}/L${model.spec.layers}/FF${model.spec.feedForward} ${model.spec.type}, ${model.requestTokens}-token requests; ${setups.join(', ')}${server === null ? ' (no llama-server built)' : ''}\n  ${uptime}`);
+  const started = Date.now();
+  const results: ServeResult[] = [];
+  const byRun = new Map<ServeSetup, ServeResult[]>();
+  for (let run = 0; run < args.repeat; run++) {
+    for (const setup of setups) {
+      try {
+        byRun.set(setup, [...(byRun.get(setup) ?? []), await runSetup(setup, server, measureS, log)]);
+      } catch (error) {
+        log(`  ${setup}: failed: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    }
+  }
+  for (const setup of setups) {
+    const runs = byRun.get(setup);
+    if (runs !== undefined) results.push(medianOfRuns(runs));
+  }
+  const report = { benchmark: 'pacing-serve', date: new Date().toISOString(), uptime, model: { ...model.spec, ctx: model.ctx, request_tokens: model.requestTokens }, measure_s: measureS, repeat: args.repeat, duration_s: round((Date.now() - started) / 1000, 1), setups: results };
+  mkdirSync(outDir, { recursive: true });
+  writeFileSync(join(outDir, 'pacing-serve.json'), `${JSON.stringify(report, null, 2)}\n`);
+  if (args.json) process.stdout.write(`${JSON.stringify(report)}\n`);
+  else {
+    console.log('');
+    console.log(serveTable(results));
+    console.log(`\nsolo = the weight-2 engine alone, before the other starts and after it stops; together = both streaming back to back, tok/s each; agg % solo = their sum over solo; split = weight-2 tokens over weight-1 (target 2.000); CPU split = the same for each engine's process tree's CPU time.${args.repeat > 1 ? `\nevery figure is the median of ${args.repeat} runs (each run's in the JSON, under "runs")` : ''}\n${report.duration_s} s; wrote bench-results/pacing-serve.json`);
+  }
+  return results.length > 0 ? 0 : 1;
+}
