@@ -9,6 +9,7 @@ import { closeSync, constants as fsConstants, fsyncSync, openSync, readFileSync,
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { DataFileError, readDataFile } from './data-files.js';
+import { processExists } from './entry-point.js';
 
 export const LOCK_NAME = 'server.lock';
 
@@ -54,14 +55,6 @@ function procStart(pid: number | 'self'): number | null {
   return Number.isFinite(value) ? value : null;
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /** Why the holder is gone, or null when it may still run (or cannot be told from here). */
 export function holderGone(holder: LockHolder, here: { host: string; bootId: string | null; procStartOf: (pid: number) => number | null; alive: (pid: number) => boolean }): string | null {
@@ -116,7 +109,7 @@ export function acquireDataLock(dataDir: string, what: string): DataLock {
         rmSync(file, { force: true });
         continue;
       }
-      const gone = holderGone(holder, { host: me.host, bootId: me.bootId, procStartOf: procStart, alive });
+      const gone = holderGone(holder, { host: me.host, bootId: me.bootId, procStartOf: procStart, alive: processExists });
       if (gone === null) {
         const elsewhere = holder.host === me.host ? '' : `; if that server is gone, remove ${file}`;
         throw new DataLockError(`data folder ${dataDir} is in use by ${holder.what} (pid ${holder.pid} on ${holder.host}, started ${holder.startedAt}): one server per data folder; stop it, or use another --data-dir${elsewhere}`);

@@ -23,11 +23,10 @@
  * the lifecycle. The HTTP side is builtin-http.ts, the request and response shapes
  * builtin-openai.ts, the token loop builtin-decode.ts and the Prometheus text builtin-metrics.ts.
  */
-import { accessSync, constants as fsConstants, fstatSync, realpathSync } from 'node:fs';
+import { accessSync, constants as fsConstants, fstatSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { basename } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { loadRegistryHelper, RegistryError } from '../../../native/helper.js';
 import { monotonicUs } from '../clock.js';
@@ -44,6 +43,7 @@ import { errorText, Host, sendError } from './builtin-http.js';
 import { ENGINE_SECRET_ENV } from './engine-secret.js';
 import { vulkanPinningWarning } from './device-pinning.js';
 import { defaultThreads } from './builtin-threads.js';
+import { isEntryPoint } from '../entry-point.js';
 
 // ---------------------------------------------------------------------------------------------
 // Flags
@@ -400,14 +400,5 @@ async function main(argv: readonly string[]): Promise<void> {
   emit({ event: 'ready', port, slot });
 }
 
-function isEntryPoint(): boolean {
-  const entry = process.argv[1];
-  if (entry === undefined) return false;
-  try {
-    return realpathSync(entry) === realpathSync(fileURLToPath(import.meta.url));
-  } catch {
-    return false;
-  }
-}
 
-if (isEntryPoint()) void main(process.argv.slice(2));
+if (isEntryPoint(import.meta.url)) void main(process.argv.slice(2));

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { DataFileError, jsonProblem, readDataFile, writeDataFile } from '../data-files.js';
 import type { ManagedResident } from '../planner/types.js';
 import type { Priority } from '../planner/policy.js';
+import { processExists } from '../entry-point.js';
 
 export interface EngineStateFile {
   id: string;
@@ -45,15 +46,6 @@ export function removeEngineFile(dataDir: string, supervisorPid: number, engineI
   rmSync(fileOf(dataDir, supervisorPid, engineId), { force: true });
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: it exists, owned by someone else.
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /** `engines/` must be a folder of this user, not a link to one elsewhere (a DataFileError). */
 function checkEnginesDir(dataDir: string): void {
@@ -103,11 +95,11 @@ export function listEngineRecords(dataDir: string): { engines: EngineStateFile[]
       if (state === null || typeof state !== 'object') throw new DataFileError(file, 'is not an engine record', 'io');
     } catch (error) {
       if (!(error instanceof DataFileError)) throw error;
-      if (namedSupervisor !== null && alive(namedSupervisor)) unreadable.push({ file, supervisorPid: namedSupervisor, problem: error.problem });
+      if (namedSupervisor !== null && processExists(namedSupervisor)) unreadable.push({ file, supervisorPid: namedSupervisor, problem: error.problem });
       else if (error.kind === 'io') rmSync(file, { force: true });
       continue;
     }
-    if (typeof state.supervisorPid === 'number' && alive(state.supervisorPid)) engines.push(state);
+    if (typeof state.supervisorPid === 'number' && processExists(state.supervisorPid)) engines.push(state);
     else rmSync(file, { force: true });
   }
   return { engines: engines.sort((a, b) => a.startedAt.localeCompare(b.startedAt)), unreadable };

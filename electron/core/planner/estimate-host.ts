@@ -11,12 +11,11 @@
  *
  * It leaves when its stdin closes (the parent is gone) or after a minute without a request.
  */
-import { realpathSync } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { KV_CACHE_GGML_TYPE, type KvCacheType } from '../contract.js';
 import { onParentGone, stdinIsPipe } from '../parent-watch.js';
 import { EstimateError, estimateFromGguf, releaseEstimator, type EstimateOptions } from './estimate.js';
+import { isEntryPoint } from '../entry-point.js';
 
 const IDLE_EXIT_MS = 60_000;
 /** A request line longer than this is not ours. */
@@ -70,14 +69,5 @@ function serve(): void {
   onParentGone(() => process.exit(0));
 }
 
-function isEntryPoint(): boolean {
-  const entry = process.argv[1];
-  if (entry === undefined) return false;
-  try {
-    return realpathSync(entry) === realpathSync(fileURLToPath(import.meta.url));
-  } catch {
-    return false;
-  }
-}
 
-if (isEntryPoint() && process.argv[2] === '--serve') serve();
+if (isEntryPoint(import.meta.url) && process.argv[2] === '--serve') serve();
