@@ -33,6 +33,7 @@ import type { CommandIo } from './io.js';
 import { onParentGone } from '../parent-watch.js';
 import { readControlLines } from '../engines/control-protocol.js';
 import { formatPacerLine, OVERSHOOT_REPORT_INTERVAL_MS } from '../pacer/overshoot.js';
+import { fileTraceRecorder, PACER_TRACE_ENV, type TraceRecorder } from '../pacer/trace.js';
 
 export interface RunOptions {
   gpuKey: string;
@@ -266,8 +267,20 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
     return code;
   }
   const observer = new RegistryObserver(clock, false);
+  // The gate's trace (bench:pacing --trace): only when asked for, so that the gate's path is
+  // unchanged otherwise.
+  const tracePath = process.env[PACER_TRACE_ENV];
+  let recorder: TraceRecorder | null = null;
+  if (tracePath !== undefined && tracePath !== '') {
+    try {
+      recorder = fileTraceRecorder(tracePath);
+    } catch (error) {
+      io.err(`gpu-share: ${PACER_TRACE_ENV}: cannot create ${tracePath} (${error instanceof Error ? error.message : String(error)}); running without a trace`);
+    }
+  }
+  const trace = recorder === null ? undefined : recorder.record.bind(recorder);
   // Not polled once told to stop (see beginStop).
-  metrics = activityChoice.url === undefined || stopping ? null : metricsActivity(activityChoice.url, cpuActivity(control), { apiKey: activityChoice.apiKey });
+  metrics = activityChoice.url === undefined || stopping ? null : metricsActivity(activityChoice.url, cpuActivity(control), { apiKey: activityChoice.apiKey, trace, wallUs: () => clock.wallUs() });
   const activityLine = describeActivity(activityChoice.url, activityChoice.detected, control.cpuTimeUs(pid) !== null);
   io.err(`${bootLogLine(options.gpuKey, slot, options.weight, observer.peers(registry).length)}; activity: ${activityLine}`);
 
@@ -282,6 +295,7 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
     clock,
     control,
     activity,
+    ...(trace === undefined ? {} : { trace }),
     peers: () => {
       try {
         const peers = watcher.peers(registry);
@@ -306,7 +320,10 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
   // Under a supervisor, its commands (a new weight) arrive on our stdin, the lifeline pipe.
   if (options.exitWithParent) void readControlLines(process.stdin, (command) => void paced.set({ weight: command.weight }));
   // Whatever happens to us from here on, the command is not left stopped.
-  const resumeOnExit = (): void => pacer.stopAll();
+  const resumeOnExit = (): void => {
+    pacer.stopAll();
+    recorder?.close();
+  };
   process.on('exit', resumeOnExit);
 
   // The pacing loop: decide, apply, sleep precisely until the next edge. It ends when the
@@ -352,5 +369,6 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
   paced.leave();
   registry.close();
   process.off('exit', resumeOnExit);
+  recorder?.close();
   return code;
 }
