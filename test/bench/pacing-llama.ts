@@ -575,6 +575,7 @@ function takeTrace(run: { scenario: LlamaScenario; mode: LlamaMode; schedule: Sc
       // 200 ms before the interval: the decisions and samples that led into its first windows.
       gate: events.filter((e) => e.t >= fromUs - 200_000 && e.t < toUs),
       stoppedAtStart: before?.k === 'stop',
+      requests: engine.requestStarts.map(([t]) => t).filter((t) => t >= fromUs - schedule.periodUs && t < toUs),
     };
   });
   const nvml: PacingTrace['nvml'] =

@@ -29,6 +29,8 @@ export interface TraceEngine {
   gate: GateTraceEvent[];
   /** The engine's state when the interval began, by its gate's last stop or continue before it. */
   stoppedAtStart: boolean;
+  /** Wall µs at which its client sent each request (from a period before the interval on). */
+  requests?: number[];
 }
 
 export interface PacingTrace {
@@ -128,7 +130,8 @@ function causesOf(trace: PacingTrace, engine: TraceEngine, running: Map<number, 
   const hasGateEvents = own.some((e) => e.k === 'decide');
   if (hasGateEvents && decisions.length === 0) {
     const before = own.filter((e) => e.k === 'decide' && e.t < start).at(-1);
-    causes.push(`its gate decided nothing in the window (last decision ${before === undefined ? 'never' : `${ms(start - before.t)} before it`})`);
+    const after = own.find((e) => e.k === 'decide' && e.t >= end);
+    causes.push(`its gate decided nothing in the window (last decision ${before === undefined ? 'never' : `${ms(start - before.t)} before it`}, next ${after === undefined ? 'never' : `${ms(after.t - end)} after its end`})`);
   }
   const waited = decisions.filter((d) => !d.run);
   if (waited.length > 0 && waited.length === decisions.length) {
@@ -157,6 +160,8 @@ function causesOf(trace: PacingTrace, engine: TraceEngine, running: Map<number, 
   const samples = own.filter((e): e is Extract<GateTraceEvent, { k: 'sample' }> => e.k === 'sample' && e.t >= start - 200_000 && e.t < end);
   if (samples.some((s) => !s.active)) causes.push('its own activity sample read it inactive');
   if (samples.some((s) => s.busy === false)) causes.push('a /metrics answer said idle (nothing in flight, nothing generated since the previous poll)');
+  const request = (engine.requests ?? []).filter((t) => t >= start - trace.schedule.periodUs && t < end).at(-1);
+  if (request !== undefined) causes.push(`its client sent a new request ${request < start ? `${ms(start - request)} before the window` : `${ms(request - start)} into it`} (the request's own start: HTTP, prompt, slot)`);
   const tokensBefore = engine.tokens.filter((t) => t < start);
   const tokensAfter = engine.tokens.filter((t) => t >= end);
   if (causes.length === 0) causes.push(`no cause in the trace (previous token ${tokensBefore.length === 0 ? '—' : `${ms(start - (tokensBefore.at(-1) ?? start))} before`}, next ${tokensAfter.length === 0 ? '—' : `${ms((tokensAfter[0] ?? end) - end)} after`} the window)`);

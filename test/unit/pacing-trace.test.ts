@@ -84,12 +84,15 @@ describe('the pacing trace analyser', () => {
     const found = analyseTrace(trace([pacedEngine(0, new Map()), light]));
     const e1 = found.engines[1];
     expect(e1?.lost.map((w) => w.startUs - FROM)).toEqual([3 * PERIOD + 80_000, 6 * PERIOD + 80_000]);
-    expect(e1?.lost[0]?.causes[0]).toMatch(/^its gate decided nothing in the window \(last decision 79.9 ms before it\)/);
+    expect(e1?.lost[0]?.causes[0]).toMatch(/^its gate decided nothing in the window \(last decision 79.9 ms before it, next 80.1 ms after its end\)/);
     expect(e1?.lost[1]?.causes[0]).toBe('its gate waited at every decision in the window (1), reading 3 active peer(s) of 2');
     expect(e1?.silent.map((w) => w.startUs - FROM)).toEqual([8 * PERIOD + 80_000]);
     expect(e1?.silent[0]?.ranUs).toBe(39_850); // continued 150 µs after the window began
     expect(e1?.silent[0]?.causes).toContain('a /metrics answer said idle (nothing in flight, nothing generated since the previous poll)');
     expect(e1?.samplesIdle).toBe(1);
+    // A request sent just before a silent window is named as its cause.
+    const again = analyseTrace(trace([pacedEngine(0, new Map()), { ...light, requests: [FROM + 8 * PERIOD + 70_000] }]));
+    expect(again.engines[1]?.silent[0]?.causes).toContain("its client sent a new request 10 ms before the window (the request's own start: HTTP, prompt, slot)");
     // Two windows in a row lost (periods 3 and 6 are apart): the longest gap spans one of them.
     expect(e1?.longestGapMs).toBe(205);
     expect(e1?.overBoundMs).toBe(125);
