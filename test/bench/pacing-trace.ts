@@ -125,7 +125,9 @@ function causesOf(trace: PacingTrace, engine: TraceEngine, running: Map<number, 
   const causes: string[] = [];
   const length = end - start;
   const own = engine.gate;
-  const decisions = own.filter((e): e is Extract<GateTraceEvent, { k: 'decide' }> => e.k === 'decide' && e.t >= start - 5_000 && e.t < end);
+  // Decisions inside the window: one just before it (the gate waiting for its edge) says nothing
+  // about whether the edge itself was taken.
+  const decisions = own.filter((e): e is Extract<GateTraceEvent, { k: 'decide' }> => e.k === 'decide' && e.t >= start && e.t < end);
   const conts = own.filter((e) => e.k === 'cont' && e.t >= start && e.t < end);
   const hasGateEvents = own.some((e) => e.k === 'decide');
   if (hasGateEvents && decisions.length === 0) {
