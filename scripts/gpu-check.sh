@@ -17,6 +17,10 @@
 #       2:1 --modes gate,naive --measure-s 10 --trace`): trace-gpu.json (every gate's stops and
 #       continues with the registry it read, the /metrics polls, each engine's tokens, NVML) and the
 #       analysis (lost windows per engine and their causes) in trace.log
+#   scripts/gpu-check.sh trace-lock OUTDIR
+#       ~45 s: the same traced gate run with the CUDA driver's lock as its stop (`gpu-share run
+#       --stop-method cuda-lock`: cuCheckpointProcessLock waits for the engine's queued work; driver
+#       550+, SIGSTOP where it fails): trace-gpu-lock.json beside trace's SIGSTOP figures
 #   scripts/gpu-check.sh estimates OUTDIR
 #       ~1 minute: the planner's estimate before a first load against NVML's peak during the load,
 #       three generated models at two context sizes (test/fixtures/gpu-estimates.ts): estimates.txt
@@ -31,8 +35,8 @@ cd "$(dirname "$0")/.." || exit 2
 part=${1:-}
 out=${2:-}
 shift 2 2>/dev/null || true
-if [ "$part" != build ] && [ "$part" != check ] && [ "$part" != all ] && [ "$part" != resume ] && [ "$part" != coop ] && [ "$part" != trace ] && [ "$part" != estimates ] || [ -z "$out" ]; then
-  echo "usage: scripts/gpu-check.sh build|check|all|resume|coop|trace|estimates OUTDIR [--source llama.cpp.tar.xz]" >&2
+if [ "$part" != build ] && [ "$part" != check ] && [ "$part" != all ] && [ "$part" != resume ] && [ "$part" != coop ] && [ "$part" != trace ] && [ "$part" != trace-lock ] && [ "$part" != estimates ] || [ -z "$out" ]; then
+  echo "usage: scripts/gpu-check.sh build|check|all|resume|coop|trace|trace-lock|estimates OUTDIR [--source llama.cpp.tar.xz]" >&2
   exit 2
 fi
 node=${NODE:-node}
@@ -109,6 +113,12 @@ if [ "$part" = trace ]; then
   step "bench:pacing --gpu --trace" "$budget" "$out/trace.log" "$node" dist/test/bench/pacing-bench.js --gpu --scenarios 2:1 --modes gate,naive --measure-s 10 --trace "$out/trace-gpu.json" ${BENCH_ARGS:-}
   [ -f bench-results/pacing-gpu.json ] && cp bench-results/pacing-gpu.json "$out/pacing-gpu-trace-run.json"
   grep -E '^  (trace|    |2:1)' "$out/trace.log" | tail -30
+fi
+
+if [ "$part" = trace-lock ]; then
+  step "bench:pacing --gpu --stop-method cuda-lock --trace" "$budget" "$out/trace-lock.log" "$node" dist/test/bench/pacing-bench.js --gpu --scenarios 2:1 --modes gate --measure-s 10 --stop-method cuda-lock --trace "$out/trace-gpu-lock.json" ${BENCH_ARGS:-}
+  [ -f bench-results/pacing-gpu.json ] && cp bench-results/pacing-gpu.json "$out/pacing-gpu-trace-lock-run.json"
+  grep -E '^  (trace|    |2:1)|gpu-share: ' "$out/trace-lock.log" | tail -20
 fi
 
 if [ "$part" = estimates ]; then

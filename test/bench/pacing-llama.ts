@@ -100,6 +100,8 @@ export interface LlamaBenchOptions {
   /** --trace: each run's per-window trace (pacing-trace.ts), handed over as it is taken; tracing
    *  costs nothing when absent. */
   onTrace?: (trace: Omit<PacingTrace, 'run'>) => void;
+  /** --stop-method: how `gate` stops an engine (`gpu-share run --stop-method`); sigstop unless told. */
+  stopMethod?: 'sigstop' | 'cuda-lock';
 }
 
 export interface PhaseUtilization {
@@ -433,7 +435,7 @@ async function runOnce(options: LlamaBenchOptions, scenario: LlamaScenario, mode
       const weight = scenario.weights[i] ?? 1;
       const prefix =
         mode === 'gate'
-          ? [...(pin ? ['taskset', '-c', String(harnessCore)] : []), process.execPath, CLI, 'run', '--gpu-key', gpuKey, '--weight', String(weight), '--name', `e${i}`, '--activity-url', `http://127.0.0.1:${port}/metrics`, '--', ...enginePin]
+          ? [...(pin ? ['taskset', '-c', String(harnessCore)] : []), process.execPath, CLI, 'run', '--gpu-key', gpuKey, '--weight', String(weight), '--name', `e${i}`, '--activity-url', `http://127.0.0.1:${port}/metrics`, ...(options.stopMethod === 'cuda-lock' ? ['--stop-method', 'cuda-lock'] : []), '--', ...enginePin]
           : enginePin;
       const argv = engineArgv(kind, server, args, mode === 'coop' ? { gpuKey, weight, name: `e${i}` } : null);
       const traceEnv = traceDir !== null && mode === 'gate' ? { ...process.env, [PACER_TRACE_ENV]: join(traceDir, `e${i}.jsonl`) } : undefined;
@@ -507,7 +509,7 @@ async function runOnce(options: LlamaBenchOptions, scenario: LlamaScenario, mode
     // The others' last token: their clients stop at stopUs (a token may still arrive in flight).
     const othersLastTokenUs = Math.max(...engines.slice(1).map((e) => e.tokens.filter((t) => t <= stopUs + 500_000).at(-1) ?? stopUs));
     const ratio = (a: number | null | undefined, b: number | null | undefined): number | null => (a !== undefined && a !== null && b !== undefined && b !== null && b > 0 ? round(a / b, 3) : null);
-    if (options.onTrace !== undefined) options.onTrace(takeTrace({ scenario, mode, schedule, engines, fromUs, toUs, traceDir, naiveEvents, nvml, device }));
+    if (options.onTrace !== undefined) options.onTrace(takeTrace({ scenario, mode, stopMethod: options.stopMethod, schedule, engines, fromUs, toUs, traceDir, naiveEvents, nvml, device }));
     const whole = engines.map((e) => rateOverWholeRequests(e.requestStarts, fromUs, toUs));
     const wholeTokps = whole.map((w) => (w === null ? null : round(w.tokps, 1)));
     return {
@@ -556,7 +558,7 @@ async function runOnce(options: LlamaBenchOptions, scenario: LlamaScenario, mode
 /** One run's trace over the measured interval (its first TRACE_MAX_S): the supervisors' files
  *  (flushed every second: the interval ended seconds ago) or the naive loop's signals, each
  *  engine's tokens, NVML's samples. */
-function takeTrace(run: { scenario: LlamaScenario; mode: LlamaMode; schedule: Schedule; engines: readonly Engine[]; fromUs: number; toUs: number; traceDir: string | null; naiveEvents: GateTraceEvent[][]; nvml: ReturnType<typeof nvmlSampler>; device: LlamaDevice }): Omit<PacingTrace, 'run'> {
+function takeTrace(run: { scenario: LlamaScenario; mode: LlamaMode; stopMethod?: 'sigstop' | 'cuda-lock' | undefined; schedule: Schedule; engines: readonly Engine[]; fromUs: number; toUs: number; traceDir: string | null; naiveEvents: GateTraceEvent[][]; nvml: ReturnType<typeof nvmlSampler>; device: LlamaDevice }): Omit<PacingTrace, 'run'> {
   const { schedule, fromUs } = run;
   const toUs = Math.min(run.toUs, fromUs + TRACE_MAX_S * 1e6);
   const engines = run.engines.map((engine, slot) => {
@@ -584,7 +586,7 @@ function takeTrace(run: { scenario: LlamaScenario; mode: LlamaMode; schedule: Sc
       : run.nvml === null
         ? { device: 'not available: NVML did not load', processes: 'not available: NVML did not load' }
         : { device: run.nvml.between(fromUs, toUs), processes: 'not available: the NVML binding reads no per-process utilisation (nvmlDeviceGetProcessUtilization is not bound)' };
-  return { scenario: run.scenario.name, mode: run.mode, fromUs, toUs, schedule: { periodUs: schedule.periodUs, windows: schedule.windows.map((w) => ({ slot: w.slot, startUs: w.startUs, lengthUs: w.lengthUs })) }, engines, nvml };
+  return { scenario: run.scenario.name, mode: run.mode === 'gate' && run.stopMethod === 'cuda-lock' ? 'gate+cuda-lock' : run.mode, fromUs, toUs, schedule: { periodUs: schedule.periodUs, windows: schedule.windows.map((w) => ({ slot: w.slot, startUs: w.startUs, lengthUs: w.lengthUs })) }, engines, nvml };
 }
 
 /** The runs of one scenario and mode as one result: each figure the median of the runs. */
@@ -853,6 +855,8 @@ export interface LlamaMainArgs {
   resumeCost?: boolean | undefined;
   /** --trace FILE: every run's per-window trace and its analysis (pacing-trace.ts) as JSON. */
   trace?: string | undefined;
+  /** --stop-method sigstop|cuda-lock: how `gate` stops an engine. */
+  stopMethod?: string | undefined;
 }
 
 /** `bench:pacing --llama-server` and `--gpu`: the exit code (2, with one line, when the machine
@@ -879,6 +883,7 @@ export async function llamaBenchMain(args: LlamaMainArgs): Promise<number> {
   const modes = (args.modes?.split(',') ?? [...defaultLlamaModes(args.device, engine)]) as LlamaMode[];
   const unknownMode = modes.find((m) => !allowed.includes(m));
   if (unknownMode !== undefined) return fail(`--modes: mode ${unknownMode} is not one the ${engine} engine runs (${allowed.join(', ')})`);
+  if (args.stopMethod !== undefined && args.stopMethod !== 'sigstop' && args.stopMethod !== 'cuda-lock') return fail(`--stop-method: sigstop or cuda-lock (got ${args.stopMethod})`);
   if (args.trace !== undefined && args.resumeCost === true) return fail('--trace: goes with the scenarios, not --resume-cost');
   if (args.trace !== undefined && (args.trace === '' || !existsSync(dirname(resolvePath(args.trace))))) return fail(`--trace: ${JSON.stringify(args.trace)} is not a file in an existing folder`);
   const names = args.scenarios?.split(',') ?? LLAMA_SCENARIOS.map((s) => s.name);
@@ -897,7 +902,7 @@ export async function llamaBenchMain(args: LlamaMainArgs): Promise<number> {
   log(`pacing benchmark on ${engine === 'llama-server' ? `llama-server (${server})` : 'the built-in engine (node-llama-cpp)'}, ${args.device === 'gpu' ? `GPU: ${gpu}, all layers offloaded` : `all engines on core ${engineCore}, the rest on core ${harnessCore}`}; model E${model.spec.embedding}/L${model.spec.layers}/FF${model.spec.feedForward} ${model.spec.type}${model.sparse ? ' (sparse: zero weights)' : ''}, ${model.requestTokens}-token requests`);
   const started = Date.now();
   const outDir = join(ROOT, 'bench-results');
-  const options = { device: args.device, engine, server, modes, scenarios: LLAMA_SCENARIOS.filter((s) => names.includes(s.name)), measureS: args.measureS ?? LLAMA_MEASURE_S[args.device], repeat: args.repeat, cores: { engine: engineCore, harness: harnessCore }, log };
+  const options = { ...(args.stopMethod === 'cuda-lock' ? { stopMethod: 'cuda-lock' as const } : {}), device: args.device, engine, server, modes, scenarios: LLAMA_SCENARIOS.filter((s) => names.includes(s.name)), measureS: args.measureS ?? LLAMA_MEASURE_S[args.device], repeat: args.repeat, cores: { engine: engineCore, harness: harnessCore }, log };
   if (args.resumeCost === true) {
     const results = await runResumeCost(options);
     const name = `resume-cost-${benchName(args.device, engine)}`;
@@ -915,7 +920,7 @@ export async function llamaBenchMain(args: LlamaMainArgs): Promise<number> {
   }
   const name = `pacing-${benchName(args.device, engine)}`;
   const file = `${name}.json`;
-  const reportOf = (results: readonly LlamaResult[], complete: boolean) => ({ benchmark: name, date: new Date().toISOString(), engine, server, gpu, model: { ...model.spec, sparse: model.sparse, ctx: model.ctx, request_tokens: model.requestTokens }, repeat: args.repeat, duration_s: round((Date.now() - started) / 1000, 1), complete, scenarios: results });
+  const reportOf = (results: readonly LlamaResult[], complete: boolean) => ({ benchmark: name, date: new Date().toISOString(), engine, server, gpu, stop_method: args.stopMethod ?? 'sigstop', model: { ...model.spec, sparse: model.sparse, ctx: model.ctx, request_tokens: model.requestTokens }, repeat: args.repeat, duration_s: round((Date.now() - started) / 1000, 1), complete, scenarios: results });
   const write = (results: readonly LlamaResult[], complete: boolean): void => {
     mkdirSync(outDir, { recursive: true });
     writeFileSync(join(outDir, file), `${JSON.stringify(reportOf(results, complete), null, 2)}\n`);

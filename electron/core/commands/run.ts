@@ -34,6 +34,7 @@ import { onParentGone } from '../parent-watch.js';
 import { readControlLines } from '../engines/control-protocol.js';
 import { formatPacerLine, OVERSHOOT_REPORT_INTERVAL_MS } from '../pacer/overshoot.js';
 import { fileTraceRecorder, PACER_TRACE_ENV, type TraceRecorder } from '../pacer/trace.js';
+import { cudaLockControl, type StopMethod } from '../pacer/stop-method.js';
 
 export interface RunOptions {
   gpuKey: string;
@@ -50,6 +51,8 @@ export interface RunOptions {
   /** The key the server's /metrics asks for (a server started with an API key); when absent, the
    *  key on the command line (`--api-key`, `--api-key-file`) or in LLAMA_API_KEY, if any. */
   activityApiKey?: string | undefined;
+  /** How the command is stopped outside its window (pacer/stop-method.ts); sigstop when absent. */
+  stopMethod?: StopMethod | undefined;
 }
 
 /** The activity signal for a command: the given URL, a recognised llama.cpp server, or none (CPU
@@ -291,9 +294,18 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
   const broken = new BrokenRegistryNotice((line, state) =>
     io.err(state === 'broken' ? `gpu-share: ${line}; running ${options.command} unpaced until it is valid again` : `gpu-share: ${line}; pacing ${options.command} again`),
   );
+  // --stop-method cuda-lock: the CUDA driver's lock, SIGSTOP where it is not to be had.
+  let stopControl: Pick<ProcessControl, 'suspend' | 'resume'> = control;
+  if (options.stopMethod === 'cuda-lock') {
+    // Loaded only here: koffi and the driver stay out of every other run.
+    const { loadCudaCheckpoint } = await import('../../../native/cuda-checkpoint.js');
+    const cuda = loadCudaCheckpoint();
+    if ('why' in cuda) io.err(`gpu-share: --stop-method cuda-lock: ${cuda.why}; stopping by SIGSTOP`);
+    else stopControl = cudaLockControl(control, cuda, (line) => io.err(line));
+  }
   const pacer = new ProcessGate({
     clock,
-    control,
+    control: stopControl,
     activity,
     ...(trace === undefined ? {} : { trace }),
     peers: () => {
