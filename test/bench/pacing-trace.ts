@@ -75,6 +75,11 @@ export interface EngineTraceFindings {
   samplesIdle: number;
   samplesUnknown: number;
   inactiveSamples: number;
+  /** From each decision to the stop or continue it led to, ms (p50, max): the signal's cost, or
+   *  under `--stop-method cuda-lock` how long the lock took to drain the engine's queued work and
+   *  the unlock; null without such pairs (unpaced, naive). */
+  stopMs: { p50: number; max: number } | null;
+  contMs: { p50: number; max: number } | null;
 }
 
 export interface TraceFindings {
@@ -210,6 +215,19 @@ export function analyseTrace(trace: PacingTrace): TraceFindings {
     }
     latencies.sort((a, b) => a - b);
     const samples = inside.filter((e): e is Extract<GateTraceEvent, { k: 'sample' }> => e.k === 'sample');
+    const latency = (kind: 'stop' | 'cont'): { p50: number; max: number } | null => {
+      const values: number[] = [];
+      let decidedAt: number | null = null;
+      for (const e of inside) {
+        if (e.k === 'decide') decidedAt = e.t;
+        else if (e.k === kind && decidedAt !== null) {
+          values.push((e.t - decidedAt) / 1000);
+          decidedAt = null;
+        } else if (e.k === 'stop' || e.k === 'cont') decidedAt = null;
+      }
+      values.sort((a, b) => a - b);
+      return values.length === 0 ? null : { p50: round(values[Math.floor(values.length / 2)] ?? 0, 2), max: round(values.at(-1) ?? 0, 2) };
+    };
     return {
       slot: engine.slot,
       windows: windows.length,
@@ -232,13 +250,15 @@ export function analyseTrace(trace: PacingTrace): TraceFindings {
       samplesIdle: samples.filter((s) => s.busy === false).length,
       samplesUnknown: samples.filter((s) => s.busy === null).length,
       inactiveSamples: samples.filter((s) => !s.active).length,
+      stopMs: latency('stop'),
+      contMs: latency('cont'),
     };
   });
   const lines: string[] = [];
   for (const e of engines) {
     const gapCause = e.longestGapAtUs === null ? [] : [...e.lost, ...e.silent].filter((w) => w.startUs >= (e.longestGapAtUs?.[0] ?? 0) && w.endUs <= (e.longestGapAtUs?.[1] ?? 0));
     lines.push(
-      `engine ${e.slot}: ${paced ? `${e.lost.length} lost and ${e.silent.length} silent window(s) of ${e.windows}; ` : ''}longest gap ${e.longestGapMs} ms against its bound ${e.boundMs} ms (${e.overBoundMs >= 0 ? '+' : ''}${e.overBoundMs})${gapCause.length > 0 ? `, spanning ${gapCause.length} window(s) without a token` : ''}; polls ${e.polls.sent} sent, ${e.polls.answers} answered (${e.polls.idleAnswers} idle, ${e.polls.failedAnswers} failed), ${e.polls.inFlightSkips} skipped while one was unanswered, ${e.polls.timedOut} timed out, answer ${e.polls.answerMsP50 ?? '—'} ms p50 / ${e.polls.answerMsMax ?? '—'} ms max; samples idle ${e.samplesIdle}, cannot tell ${e.samplesUnknown}, inactive ${e.inactiveSamples}`,
+      `engine ${e.slot}: ${paced ? `${e.lost.length} lost and ${e.silent.length} silent window(s) of ${e.windows}; ` : ''}longest gap ${e.longestGapMs} ms against its bound ${e.boundMs} ms (${e.overBoundMs >= 0 ? '+' : ''}${e.overBoundMs})${gapCause.length > 0 ? `, spanning ${gapCause.length} window(s) without a token` : ''}; polls ${e.polls.sent} sent, ${e.polls.answers} answered (${e.polls.idleAnswers} idle, ${e.polls.failedAnswers} failed), ${e.polls.inFlightSkips} skipped while one was unanswered, ${e.polls.timedOut} timed out, answer ${e.polls.answerMsP50 ?? '—'} ms p50 / ${e.polls.answerMsMax ?? '—'} ms max; samples idle ${e.samplesIdle}, cannot tell ${e.samplesUnknown}, inactive ${e.inactiveSamples}${e.stopMs === null ? '' : `; decision to stop ${e.stopMs.p50} ms p50 / ${e.stopMs.max} max, to continue ${e.contMs?.p50 ?? '—'} / ${e.contMs?.max ?? '—'}`}`,
     );
     for (const w of [...e.lost, ...e.silent].slice(0, 8)) lines.push(`  ${e.lost.includes(w) ? 'lost' : 'silent'} window at +${ms(w.startUs - fromUs)} (ran ${ms(w.ranUs)} of ${ms(w.endUs - w.startUs)}): ${w.causes.join('; ')}`);
   }

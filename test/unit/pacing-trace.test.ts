@@ -77,6 +77,10 @@ describe('the pacing trace analyser', () => {
     expect(found.engines[1]?.longestGapMs).toBe(85);
     expect(found.engines[1]?.overBoundMs).toBe(5);
     expect(found.lines[0]).toMatch(/^engine 0: 0 lost and 0 silent window\(s\) of 10; longest gap 45 ms against its bound 40 ms/);
+    // Each stop and continue 50 µs after the decision that led to it.
+    expect(found.engines[0]?.stopMs).toEqual({ p50: 0.05, max: 0.05 });
+    expect(found.engines[0]?.contMs).toEqual({ p50: 0.05, max: 0.05 });
+    expect(found.lines[0]).toMatch(/; decision to stop 0\.05 ms p50 \/ 0\.05 max, to continue 0\.05 \/ 0\.05$/);
   });
 
   it('names each lost window\'s cause: no decision, a schedule read with a peer that is not there, a silent window', () => {
