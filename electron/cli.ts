@@ -158,18 +158,19 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
     .addOption(new Option('--name <name>', 'display name (default: the command name)').argParser(parser(checkName)))
     .option('--exit-with-parent', 'stop the command when the process that started gpu-share run dies (for supervisors)', false)
     .addOption(new Option('--activity-url <url>', "judge activity by a llama.cpp server's /metrics (CPU time otherwise)").argParser(parser(checkLoopbackUrl)))
+    .addOption(new Option('--stop-method <m>', 'how the command is stopped outside its window: sigstop, or cuda-lock (cuCheckpointProcessLock: waits for its queued GPU work; NVIDIA driver 550+, SIGSTOP where it fails)').argParser(parser(oneOf(['sigstop', 'cuda-lock'] as const))).default('sigstop'))
     .argument('<command>', 'the command to run (after --)')
     .argument('[args...]', 'its arguments')
     .passThroughOptions()
     .addOption(sharedRegistryOption())
     .exitOverride()
-    .action((command: string, args: string[], opts: { gpuKey?: string; gpu?: number; weight: number; name?: string; exitWithParent: boolean; activityUrl?: string }) =>
+    .action((command: string, args: string[], opts: { gpuKey?: string; gpu?: number; weight: number; name?: string; exitWithParent: boolean; activityUrl?: string; stopMethod: 'sigstop' | 'cuda-lock' }) =>
       run(async () => {
         const { runPaced } = await import('./core/commands/run.js');
         const { loadProcessControl } = await import('../native/process-control.js');
         const helper = loadRegistryHelper();
         const gpuKey = await deviceKey(opts, () => helper.wallUs());
-        return runPaced({ gpuKey, weight: opts.weight, name: opts.name, command, args, exitWithParent: opts.exitWithParent, activityUrl: opts.activityUrl }, processIo, helper, await loadProcessControl());
+        return runPaced({ gpuKey, weight: opts.weight, name: opts.name, command, args, exitWithParent: opts.exitWithParent, activityUrl: opts.activityUrl, stopMethod: opts.stopMethod }, processIo, helper, await loadProcessControl());
       }),
     );
 

@@ -12,6 +12,18 @@
 #       optional, ~2 minutes: what starting a window costs one CUDA llama-server
 #       (`bench:pacing --gpu --resume-cost`), the figure that explains a token split leaning
 #       toward the larger window
+#   scripts/gpu-check.sh trace OUTDIR
+#       ~1.5 minutes: where the lighter engine's windows go at 2:1 (`bench:pacing --gpu --scenarios
+#       2:1 --modes gate,naive --measure-s 10 --trace`): trace-gpu.json (every gate's stops and
+#       continues with the registry it read, the /metrics polls, each engine's tokens, NVML) and the
+#       analysis (lost windows per engine and their causes) in trace.log
+#   scripts/gpu-check.sh trace-lock OUTDIR
+#       ~45 s: the same traced gate run with the CUDA driver's lock as its stop (`gpu-share run
+#       --stop-method cuda-lock`: cuCheckpointProcessLock waits for the engine's queued work; driver
+#       550+, SIGSTOP where it fails): trace-gpu-lock.json beside trace's SIGSTOP figures
+#   scripts/gpu-check.sh estimates OUTDIR
+#       ~1 minute: the planner's estimate before a first load against NVML's peak during the load,
+#       three generated models at two context sizes (test/fixtures/gpu-estimates.ts): estimates.txt
 #   scripts/gpu-check.sh coop OUTDIR
 #       the built-in engine on the GPU (`bench:pacing --gpu --engine builtin`: free, gate and
 #       coop, its cooperative gate); needs node-llama-cpp's CUDA build in node_modules
@@ -23,8 +35,8 @@ cd "$(dirname "$0")/.." || exit 2
 part=${1:-}
 out=${2:-}
 shift 2 2>/dev/null || true
-if [ "$part" != build ] && [ "$part" != check ] && [ "$part" != all ] && [ "$part" != resume ] && [ "$part" != coop ] || [ -z "$out" ]; then
-  echo "usage: scripts/gpu-check.sh build|check|all|resume|coop OUTDIR [--source llama.cpp.tar.xz]" >&2
+if [ "$part" != build ] && [ "$part" != check ] && [ "$part" != all ] && [ "$part" != resume ] && [ "$part" != coop ] && [ "$part" != trace ] && [ "$part" != trace-lock ] && [ "$part" != estimates ] || [ -z "$out" ]; then
+  echo "usage: scripts/gpu-check.sh build|check|all|resume|coop|trace|trace-lock|estimates OUTDIR [--source llama.cpp.tar.xz]" >&2
   exit 2
 fi
 node=${NODE:-node}
@@ -95,6 +107,23 @@ if [ "$part" = resume ]; then
   step "bench:pacing --gpu --resume-cost" "$budget" "$out/resume-cost.log" "$node" dist/test/bench/pacing-bench.js --gpu --resume-cost
   [ -f bench-results/resume-cost-gpu.json ] && cp bench-results/resume-cost-gpu.json "$out/"
   tail -12 "$out/resume-cost.log"
+fi
+
+if [ "$part" = trace ]; then
+  step "bench:pacing --gpu --trace" "$budget" "$out/trace.log" "$node" dist/test/bench/pacing-bench.js --gpu --scenarios 2:1 --modes gate,naive --measure-s 10 --trace "$out/trace-gpu.json" ${BENCH_ARGS:-}
+  [ -f bench-results/pacing-gpu.json ] && cp bench-results/pacing-gpu.json "$out/pacing-gpu-trace-run.json"
+  grep -E '^  (trace|    |2:1)' "$out/trace.log" | tail -30
+fi
+
+if [ "$part" = trace-lock ]; then
+  step "bench:pacing --gpu --stop-method cuda-lock --trace" "$budget" "$out/trace-lock.log" "$node" dist/test/bench/pacing-bench.js --gpu --scenarios 2:1 --modes gate --measure-s 10 --stop-method cuda-lock --trace "$out/trace-gpu-lock.json" ${BENCH_ARGS:-}
+  [ -f bench-results/pacing-gpu.json ] && cp bench-results/pacing-gpu.json "$out/pacing-gpu-trace-lock-run.json"
+  grep -E '^  (trace|    |2:1)|gpu-share: ' "$out/trace-lock.log" | tail -20
+fi
+
+if [ "$part" = estimates ]; then
+  step "planner estimates against NVML" "$budget" "$out/estimates.log" "$node" dist/test/fixtures/gpu-estimates.js --out "$out"
+  tail -12 "$out/estimates.log"
 fi
 
 if [ "$part" = coop ]; then

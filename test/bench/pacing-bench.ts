@@ -41,6 +41,8 @@ const PACING_USAGE = `usage: npm run bench:pacing -- [flags]
                            [--scenarios 2:1,…] [--token-ms MS] [--measure-s S] [--repeat N] [--json]
   real engines             --llama-server | --gpu  [--engine llama-server|builtin] [--modes …]
                            [--scenarios …] [--measure-s S] [--repeat N] [--cores E,H] [--resume-cost] [--json]
+                           [--trace FILE: each run's per-window trace (≤ 10 s) and its analysis]
+                           [--stop-method sigstop|cuda-lock: how gate stops an engine]
   as a user runs them      --serve [--setups builtin,builtin-1,llama-server] [--measure-s S] [--repeat N] [--json]`;
 
 type Mode = 'free' | 'coop' | 'gate' | 'static' | 'builtin-free' | 'builtin';
@@ -633,7 +635,7 @@ function table(results: ScenarioResult[]): string {
 }
 
 async function main(): Promise<void> {
-  const values = flagsOrExit('bench:pacing', PACING_USAGE, { quick: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, builtin: { type: 'boolean', default: false }, 'token-ms': { type: 'string' }, modes: { type: 'string' }, scenarios: { type: 'string' }, 'measure-s': { type: 'string' }, repeat: { type: 'string' }, gpu: { type: 'boolean', default: false }, 'llama-server': { type: 'boolean', default: false }, cores: { type: 'string' }, 'resume-cost': { type: 'boolean', default: false }, engine: { type: 'string' }, serve: { type: 'boolean', default: false }, setups: { type: 'string' } });
+  const values = flagsOrExit('bench:pacing', PACING_USAGE, { quick: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, builtin: { type: 'boolean', default: false }, 'token-ms': { type: 'string' }, modes: { type: 'string' }, scenarios: { type: 'string' }, 'measure-s': { type: 'string' }, repeat: { type: 'string' }, gpu: { type: 'boolean', default: false }, 'llama-server': { type: 'boolean', default: false }, cores: { type: 'string' }, 'resume-cost': { type: 'boolean', default: false }, engine: { type: 'string' }, serve: { type: 'boolean', default: false }, setups: { type: 'string' }, trace: { type: 'string' }, 'stop-method': { type: 'string' } });
   const repeat = values.repeat === undefined ? 1 : Number(values.repeat);
   if (!Number.isInteger(repeat) || repeat < 1 || repeat > 20) {
     console.error(`--repeat: must be a whole number of runs from 1 to 20 (got ${values.repeat})`);
@@ -663,9 +665,13 @@ async function main(): Promise<void> {
     console.error('--engine: goes with --llama-server or --gpu (the engines those benchmarks run)');
     process.exit(2);
   }
+  if (values.trace !== undefined && !values.gpu && !values['llama-server']) {
+    console.error('--trace: goes with --llama-server or --gpu (the gates it traces run there)');
+    process.exit(2);
+  }
   if (values.gpu || values['llama-server']) {
     const { llamaBenchMain } = await import('./pacing-llama.js');
-    process.exitCode = await llamaBenchMain({ device: values.gpu ? 'gpu' : 'cpu', modes: values.modes, scenarios: values.scenarios, measureS: values['measure-s'] === undefined ? undefined : MEASURE_S, repeat, json: values.json, cores: values.cores, resumeCost: values['resume-cost'], engine: values.engine });
+    process.exitCode = await llamaBenchMain({ device: values.gpu ? 'gpu' : 'cpu', modes: values.modes, scenarios: values.scenarios, measureS: values['measure-s'] === undefined ? undefined : MEASURE_S, repeat, json: values.json, cores: values.cores, resumeCost: values['resume-cost'], engine: values.engine, trace: values.trace, stopMethod: values['stop-method'] });
     return;
   }
   const tokenMs = values['token-ms'] === undefined ? TOKEN_MS : Number(values['token-ms']);

@@ -18,9 +18,9 @@
  * ends), CPU time is each engine's process tree from procfs, GPU utilisation is NVML's.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, resolve as resolvePath } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseHostLine } from '../../electron/core/engines/host-protocol.js';
 import { loadRegistryHelper } from '../../native/helper.js';
@@ -34,6 +34,8 @@ import { buildSchedule, ownerAt, stallBoundUs, usUntilWindowEnd, type Schedule }
 import { writeGguf, type GgufSpec } from '../fixtures/gguf.js';
 import { LLAMA_SERVER_HINT, findLlamaServer, freePort, llamaServerArgs, nvidiaSmiListsGpu, streamCompletion, waitHealthy, type LlamaServerArgs } from '../fixtures/llama-server.js';
 import { BUILTIN_HOST, CLI, ROOT, predictedTokens } from '../fixtures/procs.js';
+import { PACER_TRACE_ENV, parseGateTrace, type GateTraceEvent } from '../../electron/core/pacer/trace.js';
+import { TRACE_MAX_S, analyseTrace, type PacingTrace, type TraceFindings } from './pacing-trace.js';
 import { costByWindowPosition, counterAt, gapsMs, median, rateOverWholeRequests, releaseS, releasedAtUs, round, summary, textTable, wakeMs, windowStartCost, type WindowPositionCost } from './pacing-stats.js';
 
 export type LlamaDevice = 'cpu' | 'gpu';
@@ -98,6 +100,11 @@ export interface LlamaBenchOptions {
   log: (line: string) => void;
   /** Called with every result so far after each scenario (a run cut short keeps what it measured). */
   onScenario?: (results: readonly LlamaResult[]) => void;
+  /** --trace: each run's per-window trace (pacing-trace.ts), handed over as it is taken; tracing
+   *  costs nothing when absent. */
+  onTrace?: (trace: Omit<PacingTrace, 'run'>) => void;
+  /** --stop-method: how `gate` stops an engine (`gpu-share run --stop-method`); sigstop unless told. */
+  stopMethod?: 'sigstop' | 'cuda-lock';
 }
 
 export interface PhaseUtilization {
@@ -238,9 +245,9 @@ export function backendOf(message: string): string | null {
 }
 
 /** Starts one engine (behind `prefix`: taskset, `gpu-share run`) and waits until it is healthy. */
-async function startEngine(prefix: string[], kind: LlamaEngineKind, argv: string[], port: number, supervised: boolean): Promise<Engine> {
+async function startEngine(prefix: string[], kind: LlamaEngineKind, argv: string[], port: number, supervised: boolean, env?: NodeJS.ProcessEnv): Promise<Engine> {
   const [command, ...rest] = [...prefix, ...argv];
-  const child = spawn(command ?? process.execPath, rest, { stdio: ['ignore', kind === 'builtin' ? 'pipe' : 'ignore', 'pipe'] });
+  const child = spawn(command ?? process.execPath, rest, { stdio: ['ignore', kind === 'builtin' ? 'pipe' : 'ignore', 'pipe'], ...(env === undefined ? {} : { env }) });
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => {
     stderr = (stderr + d.toString()).slice(-2000);
@@ -355,7 +362,7 @@ function startClient(engine: Engine, requestTokens: number, wallUs: () => number
  * window it is and SIGSTOP the others, at every window edge of the wall clock. Returns a stopper
  * that resumes everyone.
  */
-function naivePacer(pids: number[], schedule: Schedule, wallUs: () => number): () => void {
+function naivePacer(pids: number[], schedule: Schedule, wallUs: () => number, trace?: (index: number, event: GateTraceEvent) => void): () => void {
   let stopped = false;
   let timer: NodeJS.Timeout | null = null;
   const send = (pid: number, signal: NodeJS.Signals): void => {
@@ -370,6 +377,7 @@ function naivePacer(pids: number[], schedule: Schedule, wallUs: () => number): (
     const now = wallUs();
     const owner = ownerAt(schedule, now);
     pids.forEach((pid, slot) => send(pid, slot === owner ? 'SIGCONT' : 'SIGSTOP'));
+    if (trace !== undefined) pids.forEach((pid, slot) => trace(slot, { k: slot === owner ? 'cont' : 'stop', t: now, pid }));
     timer = setTimeout(tick, Math.max(0.5, (owner === null ? schedule.periodUs : usUntilWindowEnd(schedule, owner, now)) / 1000));
   };
   tick();
@@ -380,7 +388,7 @@ function naivePacer(pids: number[], schedule: Schedule, wallUs: () => number): (
   };
 }
 
-function nvmlSampler(): { sample: (wallUs: number) => void; mean: (fromUs: number, toUs: number) => number | null; close: () => void } | null {
+function nvmlSampler(): { sample: (wallUs: number) => void; between: (fromUs: number, toUs: number) => [number, number][]; mean: (fromUs: number, toUs: number) => number | null; close: () => void } | null {
   let nvml: NvmlLibrary;
   try {
     nvml = loadNvml();
@@ -393,6 +401,7 @@ function nvmlSampler(): { sample: (wallUs: number) => void; mean: (fromUs: numbe
   const device: NvmlDevice = handle.value;
   const samples: [number, number][] = [];
   return {
+    between: (fromUs, toUs) => samples.filter(([t]) => t >= fromUs && t < toUs),
     sample: (at) => {
       const u = nvml.utilization(device);
       if (u.ok && u.value !== null) samples.push([at, u.value.gpuPct]);
@@ -420,6 +429,11 @@ async function runOnce(options: LlamaBenchOptions, scenario: LlamaScenario, mode
   const engines: Engine[] = [];
   const nvml = device === 'gpu' ? nvmlSampler() : null;
   let sampler: NodeJS.Timeout | null = null;
+  // --trace: each supervisor writes its gate's events to a file of its own; the naive loop's
+  // signals are kept here.
+  const tracing = options.onTrace !== undefined;
+  const traceDir = tracing ? mkdtempSync(join(tmpdir(), 'gpushare-pacing-trace-')) : null;
+  const naiveEvents: GateTraceEvent[][] = scenario.weights.map(() => []);
   try {
     for (let i = 0; i < scenario.weights.length; i++) {
       const port = await freePort();
@@ -428,10 +442,11 @@ async function runOnce(options: LlamaBenchOptions, scenario: LlamaScenario, mode
       const weight = scenario.weights[i] ?? 1;
       const prefix =
         mode === 'gate'
-          ? [...(pin ? ['taskset', '-c', String(harnessCore)] : []), process.execPath, CLI, 'run', '--gpu-key', gpuKey, '--weight', String(weight), '--name', `e${i}`, '--activity-url', `http://127.0.0.1:${port}/metrics`, '--', ...enginePin]
+          ? [...(pin ? ['taskset', '-c', String(harnessCore)] : []), process.execPath, CLI, 'run', '--gpu-key', gpuKey, '--weight', String(weight), '--name', `e${i}`, '--activity-url', `http://127.0.0.1:${port}/metrics`, ...(options.stopMethod === 'cuda-lock' ? ['--stop-method', 'cuda-lock'] : []), '--', ...enginePin]
           : enginePin;
       const argv = engineArgv(kind, server, args, mode === 'coop' ? { gpuKey, weight, name: `e${i}` } : null);
-      const engine = await startEngine(prefix, kind, argv, port, mode === 'gate');
+      const traceEnv = traceDir !== null && mode === 'gate' ? { ...process.env, [PACER_TRACE_ENV]: join(traceDir, `e${i}.jsonl`) } : undefined;
+      const engine = await startEngine(prefix, kind, argv, port, mode === 'gate', traceEnv);
       engines.push(engine);
       // Never a GPU figure from an engine that fell back to the CPU.
       if (kind === 'builtin' && device === 'gpu' && engine.backend() !== 'cuda') throw new Error(`the built-in engine loaded its model on ${engine.backend() ?? 'an unnamed backend'}, not CUDA`);
@@ -453,7 +468,7 @@ async function runOnce(options: LlamaBenchOptions, scenario: LlamaScenario, mode
     if (mode === 'naive') {
       const pids = engines.map((e) => e.serverPid() ?? -1);
       if (pids.some((p) => p < 0)) throw new Error('naive: a server pid is unknown');
-      stopNaive = naivePacer(pids, schedule, wallUs);
+      stopNaive = naivePacer(pids, schedule, wallUs, tracing ? (index, event) => naiveEvents[index]?.push(event) : undefined);
     }
     // Everyone decoding for a second, then whole periods.
     const deadline = Date.now() + 30_000;
@@ -501,6 +516,7 @@ async function runOnce(options: LlamaBenchOptions, scenario: LlamaScenario, mode
     // The others' last token: their clients stop at stopUs (a token may still arrive in flight).
     const othersLastTokenUs = Math.max(...engines.slice(1).map((e) => e.tokens.filter((t) => t <= stopUs + 500_000).at(-1) ?? stopUs));
     const ratio = (a: number | null | undefined, b: number | null | undefined): number | null => (a !== undefined && a !== null && b !== undefined && b !== null && b > 0 ? round(a / b, 3) : null);
+    if (options.onTrace !== undefined) options.onTrace(takeTrace({ scenario, mode, stopMethod: options.stopMethod, schedule, engines, fromUs, toUs, traceDir, naiveEvents, nvml, device }));
     const whole = engines.map((e) => rateOverWholeRequests(e.requestStarts, fromUs, toUs));
     const wholeTokps = whole.map((w) => (w === null ? null : round(w.tokps, 1)));
     return {
@@ -542,7 +558,42 @@ async function runOnce(options: LlamaBenchOptions, scenario: LlamaScenario, mode
     } catch {
       // never created (free and naive)
     }
+    if (traceDir !== null) rmSync(traceDir, { recursive: true, force: true });
   }
+}
+
+/** One run's trace over the measured interval (its first TRACE_MAX_S): the supervisors' files
+ *  (flushed every second: the interval ended seconds ago) or the naive loop's signals, each
+ *  engine's tokens, NVML's samples. */
+function takeTrace(run: { scenario: LlamaScenario; mode: LlamaMode; stopMethod?: 'sigstop' | 'cuda-lock' | undefined; schedule: Schedule; engines: readonly Engine[]; fromUs: number; toUs: number; traceDir: string | null; naiveEvents: GateTraceEvent[][]; nvml: ReturnType<typeof nvmlSampler>; device: LlamaDevice }): Omit<PacingTrace, 'run'> {
+  const { schedule, fromUs } = run;
+  const toUs = Math.min(run.toUs, fromUs + TRACE_MAX_S * 1e6);
+  const engines = run.engines.map((engine, slot) => {
+    let events: GateTraceEvent[] = [];
+    if (run.mode === 'naive') events = run.naiveEvents[slot] ?? [];
+    else if (run.mode === 'gate' && run.traceDir !== null) {
+      const file = join(run.traceDir, `e${slot}.jsonl`);
+      events = existsSync(file) ? parseGateTrace(readFileSync(file, 'utf8')).events : [];
+    }
+    const before = events.filter((e) => (e.k === 'stop' || e.k === 'cont') && e.t < fromUs).at(-1);
+    return {
+      slot,
+      weight: run.scenario.weights[slot] ?? 1,
+      boundUs: stallBoundUs(schedule, slot) ?? 0,
+      tokens: engine.tokens.filter((t) => t >= fromUs && t < toUs),
+      // 200 ms before the interval: the decisions and samples that led into its first windows.
+      gate: events.filter((e) => e.t >= fromUs - 200_000 && e.t < toUs),
+      stoppedAtStart: before?.k === 'stop',
+      requests: engine.requestStarts.map(([t]) => t).filter((t) => t >= fromUs - schedule.periodUs && t < toUs),
+    };
+  });
+  const nvml: PacingTrace['nvml'] =
+    run.device !== 'gpu'
+      ? { device: 'not available: CPU run', processes: 'not available: CPU run' }
+      : run.nvml === null
+        ? { device: 'not available: NVML did not load', processes: 'not available: NVML did not load' }
+        : { device: run.nvml.between(fromUs, toUs), processes: 'not available: the NVML binding reads no per-process utilisation (nvmlDeviceGetProcessUtilization is not bound)' };
+  return { scenario: run.scenario.name, mode: run.mode === 'gate' && run.stopMethod === 'cuda-lock' ? 'gate+cuda-lock' : run.mode, fromUs, toUs, schedule: { periodUs: schedule.periodUs, windows: schedule.windows.map((w) => ({ slot: w.slot, startUs: w.startUs, lengthUs: w.lengthUs })) }, engines, nvml };
 }
 
 /** The runs of one scenario and mode as one result: each figure the median of the runs. */
@@ -883,6 +934,10 @@ export interface LlamaMainArgs {
   cores?: string | undefined;
   /** The resume-cost probe instead of the scenarios. */
   resumeCost?: boolean | undefined;
+  /** --trace FILE: every run's per-window trace and its analysis (pacing-trace.ts) as JSON. */
+  trace?: string | undefined;
+  /** --stop-method sigstop|cuda-lock: how `gate` stops an engine. */
+  stopMethod?: string | undefined;
 }
 
 /** `bench:pacing --llama-server` and `--gpu`: the exit code (2, with one line, when the machine
@@ -909,6 +964,9 @@ export async function llamaBenchMain(args: LlamaMainArgs): Promise<number> {
   const modes = args.modes?.split(',') ?? [...(args.resumeCost === true ? RESUME_MODES[engine] : defaultLlamaModes(args.device, engine))];
   const unknownMode = modes.find((m) => !allowed.includes(m));
   if (unknownMode !== undefined) return fail(`--modes: mode ${unknownMode} is not one the ${engine} engine runs${args.resumeCost === true ? ' in --resume-cost' : ''} (${allowed.join(', ')})`);
+  if (args.stopMethod !== undefined && args.stopMethod !== 'sigstop' && args.stopMethod !== 'cuda-lock') return fail(`--stop-method: sigstop or cuda-lock (got ${args.stopMethod})`);
+  if (args.trace !== undefined && args.resumeCost === true) return fail('--trace: goes with the scenarios, not --resume-cost');
+  if (args.trace !== undefined && (args.trace === '' || !existsSync(dirname(resolvePath(args.trace))))) return fail(`--trace: ${JSON.stringify(args.trace)} is not a file in an existing folder`);
   const names = args.scenarios?.split(',') ?? LLAMA_SCENARIOS.map((s) => s.name);
   const unknownScenario = names.find((n) => !LLAMA_SCENARIOS.some((s) => s.name === n));
   if (unknownScenario !== undefined) return fail(`--scenarios: unknown scenario ${unknownScenario} (with real llama-servers: ${LLAMA_SCENARIOS.map((s) => s.name).join(', ')})`);
@@ -925,7 +983,7 @@ export async function llamaBenchMain(args: LlamaMainArgs): Promise<number> {
   log(`pacing benchmark on ${engine === 'llama-server' ? `llama-server (${server})` : 'the built-in engine (node-llama-cpp)'}, ${args.device === 'gpu' ? `GPU: ${gpu}, all layers offloaded` : `all engines on core ${engineCore}, the rest on core ${harnessCore}`}; model E${model.spec.embedding}/L${model.spec.layers}/FF${model.spec.feedForward} ${model.spec.type}${model.sparse ? ' (sparse: zero weights)' : ''}, ${model.requestTokens}-token requests`);
   const started = Date.now();
   const outDir = join(ROOT, 'bench-results');
-  const options = { device: args.device, engine, server, modes: modes as LlamaMode[], scenarios: LLAMA_SCENARIOS.filter((s) => names.includes(s.name)), measureS: args.measureS ?? LLAMA_MEASURE_S[args.device], repeat: args.repeat, cores: { engine: engineCore, harness: harnessCore }, log };
+  const options = { ...(args.stopMethod === 'cuda-lock' ? { stopMethod: 'cuda-lock' as const } : {}), device: args.device, engine, server, modes: modes as LlamaMode[], scenarios: LLAMA_SCENARIOS.filter((s) => names.includes(s.name)), measureS: args.measureS ?? LLAMA_MEASURE_S[args.device], repeat: args.repeat, cores: { engine: engineCore, harness: harnessCore }, log };
   if (args.resumeCost === true) {
     const results = await runResumeCost(options, modes as ResumeMode[]);
     const name = `resume-cost-${benchName(args.device, engine)}`;
@@ -943,12 +1001,27 @@ export async function llamaBenchMain(args: LlamaMainArgs): Promise<number> {
   }
   const name = `pacing-${benchName(args.device, engine)}`;
   const file = `${name}.json`;
-  const reportOf = (results: readonly LlamaResult[], complete: boolean) => ({ benchmark: name, date: new Date().toISOString(), engine, server, gpu, model: { ...model.spec, sparse: model.sparse, ctx: model.ctx, request_tokens: model.requestTokens }, repeat: args.repeat, duration_s: round((Date.now() - started) / 1000, 1), complete, scenarios: results });
+  const reportOf = (results: readonly LlamaResult[], complete: boolean) => ({ benchmark: name, date: new Date().toISOString(), engine, server, gpu, stop_method: args.stopMethod ?? 'sigstop', model: { ...model.spec, sparse: model.sparse, ctx: model.ctx, request_tokens: model.requestTokens }, repeat: args.repeat, duration_s: round((Date.now() - started) / 1000, 1), complete, scenarios: results });
   const write = (results: readonly LlamaResult[], complete: boolean): void => {
     mkdirSync(outDir, { recursive: true });
     writeFileSync(join(outDir, file), `${JSON.stringify(reportOf(results, complete), null, 2)}\n`);
   };
-  const results = await runLlamaBench({ ...options, onScenario: (so) => write(so, false) });
+  const traces: PacingTrace[] = [];
+  const findings: TraceFindings[] = [];
+  const traceFile = args.trace;
+  const onTrace =
+    traceFile === undefined
+      ? undefined
+      : (taken: Omit<PacingTrace, 'run'>): void => {
+          const trace: PacingTrace = { ...taken, run: traces.filter((t) => t.scenario === taken.scenario && t.mode === taken.mode).length + 1 };
+          const found = analyseTrace(trace);
+          traces.push(trace);
+          findings.push(found);
+          log(`  trace ${trace.scenario} ${trace.mode} run ${trace.run} (${found.intervalS} s):`);
+          for (const line of found.lines) log(`    ${line}`);
+          writeFileSync(traceFile, `${JSON.stringify({ benchmark: name, date: new Date().toISOString(), gpu, findings, traces })}\n`);
+        };
+  const results = await runLlamaBench({ ...options, onScenario: (so) => write(so, false), ...(onTrace === undefined ? {} : { onTrace }) });
   const seconds = round((Date.now() - started) / 1000, 1);
   write(results, true);
   const report = reportOf(results, true);

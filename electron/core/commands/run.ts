@@ -33,6 +33,8 @@ import type { CommandIo } from './io.js';
 import { onParentGone } from '../parent-watch.js';
 import { readControlLines } from '../engines/control-protocol.js';
 import { formatPacerLine, OVERSHOOT_REPORT_INTERVAL_MS } from '../pacer/overshoot.js';
+import { fileTraceRecorder, PACER_TRACE_ENV, type TraceRecorder } from '../pacer/trace.js';
+import { cudaLockControl, type StopMethod } from '../pacer/stop-method.js';
 
 export interface RunOptions {
   gpuKey: string;
@@ -49,6 +51,8 @@ export interface RunOptions {
   /** The key the server's /metrics asks for (a server started with an API key); when absent, the
    *  key on the command line (`--api-key`, `--api-key-file`) or in LLAMA_API_KEY, if any. */
   activityApiKey?: string | undefined;
+  /** How the command is stopped outside its window (pacer/stop-method.ts); sigstop when absent. */
+  stopMethod?: StopMethod | undefined;
 }
 
 /** The activity signal for a command: the given URL, a recognised llama.cpp server, or none (CPU
@@ -266,8 +270,20 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
     return code;
   }
   const observer = new RegistryObserver(clock, false);
+  // The gate's trace (bench:pacing --trace): only when asked for, so that the gate's path is
+  // unchanged otherwise.
+  const tracePath = process.env[PACER_TRACE_ENV];
+  let recorder: TraceRecorder | null = null;
+  if (tracePath !== undefined && tracePath !== '') {
+    try {
+      recorder = fileTraceRecorder(tracePath);
+    } catch (error) {
+      io.err(`gpu-share: ${PACER_TRACE_ENV}: cannot create ${tracePath} (${error instanceof Error ? error.message : String(error)}); running without a trace`);
+    }
+  }
+  const trace = recorder === null ? undefined : recorder.record.bind(recorder);
   // Not polled once told to stop (see beginStop).
-  metrics = activityChoice.url === undefined || stopping ? null : metricsActivity(activityChoice.url, cpuActivity(control), { apiKey: activityChoice.apiKey });
+  metrics = activityChoice.url === undefined || stopping ? null : metricsActivity(activityChoice.url, cpuActivity(control), { apiKey: activityChoice.apiKey, trace, wallUs: () => clock.wallUs() });
   const activityLine = describeActivity(activityChoice.url, activityChoice.detected, control.cpuTimeUs(pid) !== null);
   io.err(`${bootLogLine(options.gpuKey, slot, options.weight, observer.peers(registry).length)}; activity: ${activityLine}`);
 
@@ -278,10 +294,20 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
   const broken = new BrokenRegistryNotice((line, state) =>
     io.err(state === 'broken' ? `gpu-share: ${line}; running ${options.command} unpaced until it is valid again` : `gpu-share: ${line}; pacing ${options.command} again`),
   );
+  // --stop-method cuda-lock: the CUDA driver's lock, SIGSTOP where it is not to be had.
+  let stopControl: Pick<ProcessControl, 'suspend' | 'resume'> = control;
+  if (options.stopMethod === 'cuda-lock') {
+    // Loaded only here: koffi and the driver stay out of every other run.
+    const { loadCudaCheckpoint } = await import('../../../native/cuda-checkpoint.js');
+    const cuda = loadCudaCheckpoint();
+    if ('why' in cuda) io.err(`gpu-share: --stop-method cuda-lock: ${cuda.why}; stopping by SIGSTOP`);
+    else stopControl = cudaLockControl(control, cuda, (line) => io.err(line));
+  }
   const pacer = new ProcessGate({
     clock,
-    control,
+    control: stopControl,
     activity,
+    ...(trace === undefined ? {} : { trace }),
     peers: () => {
       try {
         const peers = watcher.peers(registry);
@@ -306,7 +332,10 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
   // Under a supervisor, its commands (a new weight) arrive on our stdin, the lifeline pipe.
   if (options.exitWithParent) void readControlLines(process.stdin, (command) => void paced.set({ weight: command.weight }));
   // Whatever happens to us from here on, the command is not left stopped.
-  const resumeOnExit = (): void => pacer.stopAll();
+  const resumeOnExit = (): void => {
+    pacer.stopAll();
+    recorder?.close();
+  };
   process.on('exit', resumeOnExit);
 
   // The pacing loop: decide, apply, sleep precisely until the next edge. It ends when the
@@ -352,5 +381,6 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
   paced.leave();
   registry.close();
   process.off('exit', resumeOnExit);
+  recorder?.close();
   return code;
 }

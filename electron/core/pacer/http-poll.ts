@@ -79,9 +79,13 @@ export function parseHttpResponse(buf: Buffer): ParsedResponse {
  * other status). `stop` ends the timer, the request in flight and the connection: a server that
  * closes gracefully (Node's `server.close()` waits for busy connections) is not kept alive by us.
  */
-export function startPoller(url: string, apiKey: string | undefined, pollMs: number, onBody: (text: string | null) => void): { stop(): void } {
+export type PollEvent = 'sent' | 'in-flight' | 'timed-out';
+
+/** `onPoll` (a trace: pacer/trace.ts) hears each request sent, each tick skipped because the
+ *  previous request is still unanswered, and each one given up after POLL_TIMEOUT_MS. */
+export function startPoller(url: string, apiKey: string | undefined, pollMs: number, onBody: (text: string | null) => void, onPoll?: (event: PollEvent) => void): { stop(): void } {
   const target = new URL(url);
-  const poll = target.protocol === 'https:' ? httpsPoll(target, apiKey, onBody) : plainPoll(target, apiKey, onBody);
+  const poll = target.protocol === 'https:' ? httpsPoll(target, apiKey, onBody, onPoll) : plainPoll(target, apiKey, onBody, onPoll);
   const timer = setInterval(poll.poll, pollMs);
   timer.unref();
   return {
@@ -97,7 +101,7 @@ interface Poll {
   stop(): void;
 }
 
-function plainPoll(target: URL, apiKey: string | undefined, onBody: (text: string | null) => void): Poll {
+function plainPoll(target: URL, apiKey: string | undefined, onBody: (text: string | null) => void, onPoll?: (event: PollEvent) => void): Poll {
   const host = target.hostname.replace(/^\[(.*)\]$/, '$1');
   const port = target.port === '' ? 80 : Number(target.port);
   const request = Buffer.from(`GET ${target.pathname}${target.search} HTTP/1.1\r\nHost: ${target.host}\r\n${apiKey === undefined ? '' : `Authorization: Bearer ${apiKey}\r\n`}Connection: keep-alive\r\n\r\n`, 'latin1');
@@ -142,12 +146,17 @@ function plainPoll(target: URL, apiKey: string | undefined, onBody: (text: strin
       if (stopped) return;
       if (askedAtMs !== null) {
         // Checked at the next tick rather than by a timer of its own: one timer less per poll.
-        if (Date.now() - askedAtMs < POLL_TIMEOUT_MS) return;
+        if (Date.now() - askedAtMs < POLL_TIMEOUT_MS) {
+          onPoll?.('in-flight');
+          return;
+        }
         drop();
+        onPoll?.('timed-out');
       }
       socket ??= open();
       askedAtMs = Date.now();
       socket.write(request);
+      onPoll?.('sent');
     },
     stop: () => {
       stopped = true;
@@ -156,14 +165,18 @@ function plainPoll(target: URL, apiKey: string | undefined, onBody: (text: strin
   };
 }
 
-function httpsPoll(target: URL, apiKey: string | undefined, onBody: (text: string | null) => void): Poll {
+function httpsPoll(target: URL, apiKey: string | undefined, onBody: (text: string | null) => void, onPoll?: (event: PollEvent) => void): Poll {
   const agent = new HttpsAgent({ keepAlive: true, maxSockets: 1 });
   const headers: Record<string, string> = apiKey === undefined ? {} : { authorization: `Bearer ${apiKey}` };
   let current: ClientRequest | null = null;
   let stopped = false;
   return {
     poll: () => {
-      if (current !== null || stopped) return;
+      if (stopped) return;
+      if (current !== null) {
+        onPoll?.('in-flight');
+        return;
+      }
       const request = httpsGet(target, { agent, headers, timeout: POLL_TIMEOUT_MS }, (response) => {
         const chunks: Buffer[] = [];
         let size = 0;
@@ -178,12 +191,16 @@ function httpsPoll(target: URL, apiKey: string | undefined, onBody: (text: strin
         });
         response.on('error', () => undefined);
       });
-      request.on('timeout', () => request.destroy());
+      request.on('timeout', () => {
+        onPoll?.('timed-out');
+        request.destroy();
+      });
       request.on('error', () => undefined);
       request.on('close', () => {
         if (current === request) current = null;
       });
       current = request;
+      onPoll?.('sent');
     },
     stop: () => {
       stopped = true;

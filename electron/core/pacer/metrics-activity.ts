@@ -11,6 +11,7 @@
 import { metricValue } from '../prometheus-text.js';
 import { startPoller } from './http-poll.js';
 import type { ActivitySource } from './process-gate.js';
+import type { GateTraceEvent } from './trace.js';
 
 export interface ServerMetrics {
   requestsProcessing: number;
@@ -45,17 +46,33 @@ export interface MetricsProbeOptions {
    *  /metrics too. */
   apiKey?: string | undefined;
   pollMs?: number;
+  /** Every poll sent, skipped or given up, and every answer with what it said (pacer/trace.ts). */
+  trace?: ((event: GateTraceEvent) => void) | undefined;
+  /** The trace's wall clock (µs). */
+  wallUs?: () => number;
 }
 
 export function metricsActivity(url: string, fallback: ActivitySource, options: MetricsProbeOptions = {}): ActivitySource & { stop(): void } {
   let previous: ServerMetrics | null = null;
   let verdict: { busy: boolean; atMs: number } | null = null;
-  const poller = startPoller(url, options.apiKey, options.pollMs ?? METRICS_POLL_MS, (text) => {
-    const metrics = text === null ? null : parseServerMetrics(text);
-    if (metrics === null) return;
-    verdict = { busy: busyByMetrics(previous, metrics), atMs: Date.now() };
-    previous = metrics;
-  });
+  const trace = options.trace;
+  const wallUs = options.wallUs ?? ((): number => Date.now() * 1000);
+  const poller = startPoller(
+    url,
+    options.apiKey,
+    options.pollMs ?? METRICS_POLL_MS,
+    (text) => {
+      const metrics = text === null ? null : parseServerMetrics(text);
+      if (metrics === null) {
+        trace?.({ k: 'answer', t: wallUs(), busy: null, why: text === null ? 'not 200' : 'no llama.cpp metrics' });
+        return;
+      }
+      verdict = { busy: busyByMetrics(previous, metrics), atMs: Date.now() };
+      trace?.({ k: 'answer', t: wallUs(), busy: verdict.busy, processing: metrics.requestsProcessing, deferred: metrics.requestsDeferred, predicted: metrics.tokensPredicted });
+      previous = metrics;
+    },
+    trace === undefined ? undefined : (what) => trace({ k: 'poll', t: wallUs(), what }),
+  );
   return {
     workUs: (pid) => fallback.workUs(pid),
     busyNow: () => (verdict === null || Date.now() - verdict.atMs > FRESH_MS ? null : verdict.busy),

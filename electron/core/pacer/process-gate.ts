@@ -14,6 +14,7 @@ import { ACTIVITY_WINDOW_US, BusyMeter, KNOWN_IDLE_HYSTERESIS_US } from './busy.
 import { decideGate } from './gate.js';
 import { OvershootLog } from './overshoot.js';
 import { usSinceWindowEnd, usUntilWindowEnd } from './schedule.js';
+import type { GateTraceEvent } from './trace.js';
 
 /** Re-decide at least this often: activity sampling and registry changes between edges. */
 export const SAMPLE_INTERVAL_US = 50_000;
@@ -77,6 +78,9 @@ export interface ProcessGateDeps {
   /** The registry as the supervisor watches it. */
   peers: () => readonly AlivePeer[];
   onEvent?: (event: ProcessGateEvent) => void;
+  /** Every decision with the registry it read, every stop/continue and activity sample
+   *  (pacer/trace.ts); absent unless a trace was asked for. */
+  trace?: (event: GateTraceEvent) => void;
 }
 
 /** Decide for one engine: run now or not, and in how many µs that may change. Pure. */
@@ -140,7 +144,9 @@ export class ProcessGate {
     const wallNow = this.deps.clock.wallUs();
     let next = SAMPLE_INTERVAL_US;
     for (const engine of this.engines.values()) {
-      const { run, changeInUs, inWindow, sinceWindowEndUs } = decideEngine(peers, engine.member.slot, this.isActive(engine, now), wallNow);
+      const active = this.isActive(engine, now);
+      const { run, changeInUs, inWindow, sinceWindowEndUs } = decideEngine(peers, engine.member.slot, active, wallNow);
+      if (this.deps.trace !== undefined) this.deps.trace({ k: 'decide', t: wallNow, pid: engine.pid, slot: engine.member.slot, active, run, inWindow: inWindow === true, peers: peers.map((p) => [p.record.slot, p.record.active, p.share]) });
       if (run && engine.suspended) this.resume(engine);
       else if (!run && !engine.suspended) {
         // It ran until now although its window ended this long ago (when it was in a window at all).
@@ -201,6 +207,7 @@ export class ProcessGate {
     engine.lastWorkUs = work;
     engine.runnableUs = 0;
     const active = this.isActive(engine, nowMonoUs);
+    if (this.deps.trace !== undefined) this.deps.trace({ k: 'sample', t: this.deps.clock.wallUs(), pid: engine.pid, busy, active });
     const changed = engine.published?.active !== active;
     if (changed || nowMonoUs - (engine.published?.atMonoUs ?? 0) >= 250_000) {
       engine.member.set({ active, busyPpm: engine.meter.busyPpm(nowMonoUs) });
@@ -215,6 +222,7 @@ export class ProcessGate {
     engine.runnableUs += now - engine.runnableSinceMonoUs;
     engine.suspended = true;
     this.deps.onEvent?.({ kind: 'suspend', pid: engine.pid, wallUs: this.deps.clock.wallUs() });
+    if (this.deps.trace !== undefined) this.deps.trace({ k: 'stop', t: this.deps.clock.wallUs(), pid: engine.pid });
   }
 
   private resume(engine: Engine): void {
@@ -222,5 +230,6 @@ export class ProcessGate {
     engine.suspended = false;
     engine.runnableSinceMonoUs = this.deps.clock.monoUs();
     this.deps.onEvent?.({ kind: 'resume', pid: engine.pid, wallUs: this.deps.clock.wallUs() });
+    if (this.deps.trace !== undefined) this.deps.trace({ k: 'cont', t: this.deps.clock.wallUs(), pid: engine.pid });
   }
 }
