@@ -38,6 +38,9 @@ export function busyByMetrics(previous: ServerMetrics | null, now: ServerMetrics
 /** Metrics older than this are not evidence. */
 const FRESH_MS = 1_000;
 
+/** Idle answers in a row that make a known idle (see the poll's answer handler). */
+const IDLE_ANSWERS = 2;
+
 /** How often the server is asked. */
 export const METRICS_POLL_MS = 100;
 
@@ -55,6 +58,7 @@ export interface MetricsProbeOptions {
 export function metricsActivity(url: string, fallback: ActivitySource, options: MetricsProbeOptions = {}): ActivitySource & { stop(): void } {
   let previous: ServerMetrics | null = null;
   let verdict: { busy: boolean; atMs: number } | null = null;
+  let idleAnswers = 0;
   const trace = options.trace;
   const wallUs = options.wallUs ?? ((): number => Date.now() * 1000);
   const poller = startPoller(
@@ -67,8 +71,13 @@ export function metricsActivity(url: string, fallback: ActivitySource, options: 
         trace?.({ k: 'answer', t: wallUs(), busy: null, why: text === null ? 'not 200' : 'no llama.cpp metrics' });
         return;
       }
-      verdict = { busy: busyByMetrics(previous, metrics), atMs: Date.now() };
-      trace?.({ k: 'answer', t: wallUs(), busy: verdict.busy, processing: metrics.requestsProcessing, deferred: metrics.requestsDeferred, predicted: metrics.tokensPredicted });
+      const busy = busyByMetrics(previous, metrics);
+      // Idle is said on the second idle answer in a row (nothing in flight, queued or generated
+      // across two polls): one answer that lands in a client's short gap between two requests
+      // is not enough when polls come late on a loaded machine.
+      idleAnswers = busy ? 0 : idleAnswers + 1;
+      verdict = { busy: busy || idleAnswers < IDLE_ANSWERS, atMs: Date.now() };
+      trace?.({ k: 'answer', t: wallUs(), busy, processing: metrics.requestsProcessing, deferred: metrics.requestsDeferred, predicted: metrics.tokensPredicted });
       previous = metrics;
     },
     trace === undefined ? undefined : (what) => trace({ k: 'poll', t: wallUs(), what }),
