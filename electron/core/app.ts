@@ -529,13 +529,15 @@ class GpuShareCore implements Core {
     // One registry read per device for the whole state.
     const peersByKey = new Map(this.deviceKeys().map((key) => [key, this.alivePeers(key)]));
     const devices = [...peersByKey].map(([key, peers]) => this.deviceView(key, nowUs, peers));
+    // One copy of the profiles for the state and the launch defaults (the state is taken 4 times a second).
+    const profiles = this.profiles.list();
     return {
       contractVersion: CONTRACT_VERSION,
       wallUs: nowUs,
       devices,
       engines: this.supervisor.list().map((e) => this.engineView(e, peersByKey.get(e.gpuKey))),
-      profiles: this.profiles.list(),
-      launchDefaults: this.launchDefaults(devices),
+      profiles,
+      launchDefaults: this.launchDefaults(profiles, devices),
       dataProblems: [
         this.settings.loadProblem?.message,
         this.profiles.loadProblem === null ? undefined : `${this.profiles.loadProblem.message}; the file was kept as ${this.profiles.loadProblem.backup}`,
@@ -552,9 +554,9 @@ class GpuShareCore implements Core {
 
   /** Each profile's default device for Launch, by the same rule as launchDevice (the header's
    *  selection, which only the dashboard knows, is applied there). */
-  private launchDefaults(devices: readonly DeviceView[]): LaunchDefault[] {
+  private launchDefaults(profiles: readonly StoredProfile[], devices: readonly DeviceView[]): LaunchDefault[] {
     const candidates = devices.map((d) => ({ key: d.key, freeBytes: d.vram?.freeBytes ?? null }));
-    return this.profiles.list().flatMap((profile) => {
+    return profiles.flatMap((profile) => {
       const choice = chooseLaunchDevice({ preferred: profile.gpuKey, devices: candidates });
       if (choice === null || (choice.why !== 'preferred' && choice.why !== 'only' && choice.why !== 'most-free')) return [];
       return [{ profileId: profile.id, gpuKey: choice.key, why: choice.why }];
