@@ -71,6 +71,8 @@ export interface Core extends GpuShareApi {
   /** The gateway's queue figures for the state, and which engines it is serving a request on
    *  (those count as busy for the planner: never evicted mid-answer). */
   attachGateway(gateway: GatewayView): void;
+  /** The gateway has `count` requests for an engine (answered now or waiting): its activity. */
+  engineRequests(engineId: string, count: number): void;
   /** Tell the core which port the API listens on (it is in the state for the dashboard). */
   setApiPort(port: number | null): void;
   /** Stop every engine gracefully (quit), free the registry and telemetry. */

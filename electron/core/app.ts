@@ -489,6 +489,10 @@ class GpuShareCore implements Core {
     this.gateway = gateway;
   }
 
+  engineRequests(engineId: string, count: number): void {
+    this.supervisor.setRequests(engineId, count);
+  }
+
   setApiPort(port: number | null): void {
     this.apiPort = port;
   }

@@ -38,6 +38,8 @@ const launches = (): number => {
   return existsSync(path) ? readFileSync(path, 'utf8').split('\n').filter((l) => l === 'start').length : 0;
 };
 
+const FLAKY_PORT = 20_000 + (process.pid % 20_000);
+
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'gpushare-crashloop-'));
   const sim = join(dir, 'sim.json');
@@ -51,8 +53,8 @@ beforeAll(async () => {
     engineKind: 'command',
     modelPath: null,
     command: '/bin/sh',
-    // Runs (its `run` wrapper joins, so it counts as started), says why and exits with 3.
-    args: ['-c', `echo start >> ${join(dir, 'starts.log')}; echo "flaky: config missing" >&2; exit 3`, 'flaky', '--port', '9'],
+    // Runs (it listens on its port, so it counts as started), says why and exits with 3.
+    args: ['-c', `echo start >> ${join(dir, 'starts.log')}; echo "flaky: config missing" >&2; exec "${process.execPath}" -e "require('net').createServer().listen(${FLAKY_PORT}, '127.0.0.1', () => setTimeout(() => process.exit(3), 300))"`, 'flaky', '--port', String(FLAKY_PORT)],
     contextSize: 256,
     priority: 'interactive',
   } as Parameters<ProfileStore['create']>[0]);

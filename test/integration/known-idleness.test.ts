@@ -18,6 +18,7 @@ import { TINY_GGUF_SPEC, writeGguf } from '../fixtures/gguf.js';
 import { BUILTIN_HOST, CLI, FAKE_LLAMA_SERVER, ROOT, childrenOf, exitOf, procState, until } from '../fixtures/procs.js';
 import { removeSegment, testKey } from '../fixtures/segments.js';
 import { segmentPath } from './cli-process.js';
+import { startServe, streamChat, type Served } from '../fixtures/serve.js';
 
 const helper = loadRegistryHelper();
 const clock = systemClock(() => helper.wallUs());
@@ -25,11 +26,15 @@ const children: ChildProcess[] = [];
 const keys: string[] = [];
 let dir = '';
 let llamaServer = '';
+/** The same stand-in under a name that is not llama-server's: an engine of the `command` kind. */
+let commandEngine = '';
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'gpushare-idle-'));
   llamaServer = join(dir, 'llama-server');
   writeFileSync(llamaServer, `#!/bin/sh\nexec "${process.execPath}" "${FAKE_LLAMA_SERVER}" "$@"\n`, { mode: 0o755 });
+  commandEngine = join(dir, 'chat-engine');
+  writeFileSync(commandEngine, `#!/bin/sh\nexec "${process.execPath}" "${FAKE_LLAMA_SERVER}" "$@"\n`, { mode: 0o755 });
 });
 
 afterEach(async () => {
@@ -162,6 +167,42 @@ describe('known idleness', () => {
     expect(watch.samples.some(([, active]) => active)).toBe(true);
     expect(flaps).toBe(0);
     expect(releaseMs).not.toBeNull();
+    expect(releaseMs).toBeLessThan(1_000);
+  }, 60_000);
+});
+
+describe('known idleness from the gateway', () => {
+  let served: Served | null = null;
+  afterEach(async () => {
+    await served?.stop();
+    served = null;
+  });
+
+  it('a command engine without /metrics, launched by serve: active through back-to-back gateway requests with 50 ms gaps, cleared well before 2 s after the last', async () => {
+    const gpuKey = testKey('idle-gw');
+    keys.push(gpuKey);
+    const sim = join(dir, 'gw-sim.json');
+    writeFileSync(sim, JSON.stringify({ devices: [{ key: gpuKey, name: 'Sim', totalBytes: 24 * 2 ** 30, usedBytes: 2 ** 30, processes: null, health: 'OK' }] }));
+    const port = 21_000 + ((process.pid + 7) % 20_000);
+    // It burns CPU for each token, as a CPU-bound engine does: CPU time alone would keep it active
+    // for 2 s after its last request.
+    const engine = { id: 'cmd', name: 'cmd', capabilities: ['cmd'], engineKind: 'command', command: commandEngine, args: ['--port', String(port), '--load-ms', '0', '--burn', '--token-ms', '3'], contextSize: 256, priority: 'interactive', gpuKey };
+    served = await startServe({ dataDir: join(dir, 'gw-data'), sim, profiles: [engine], executables: [commandEngine] });
+    const first = await streamChat(served, 'cmd', 4);
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    const watch = watchActive(gpuKey, 'cmd');
+    const current = served;
+    const lastEnd = await backToBack(async () => {
+      const answer = await streamChat(current, 'cmd', 40);
+      if (answer.status !== 200) throw new Error(`gateway answered ${answer.status}`);
+    }, 50, 3_000);
+    await sleep(2_500);
+    watch.stop();
+    const { flaps, releaseMs } = judge(watch.samples, lastEnd);
+    expect(watch.samples.some(([, active]) => active)).toBe(true);
+    expect(flaps).toBe(0);
+    expect(releaseMs).not.toBeNull();
+    // Hysteresis 150 ms + a 50 ms sample + the pipe; 2 s and more by CPU time.
     expect(releaseMs).toBeLessThan(1_000);
   }, 60_000);
 });

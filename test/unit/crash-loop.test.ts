@@ -62,7 +62,7 @@ function setup(): { supervisor: Supervisor; clock: FakeClock; spawned: Proc[]; e
   return { supervisor, clock, spawned, events };
 }
 
-const spec: LaunchSpec = { profileId: 'flaky', name: 'flaky', kind: 'command', capability: 'chat', modelPath: null, modelKey: 'command:x', contextSize: 256, gpuLayers: 0, threads: null, weight: 1, priority: 'interactive', pinned: false, command: '/bin/false', args: ['--port', '9'], env: {}, peakBytes: 1 * GiB, peakSource: 'ESTIMATED' };
+const spec: LaunchSpec = { profileId: 'flaky', name: 'flaky', kind: 'command', capability: 'chat', modelPath: null, modelKey: 'command:x', contextSize: 256, gpuLayers: 0, threads: null, weight: 1, priority: 'interactive', pinned: false, command: '/bin/false', args: [], env: {}, peakBytes: 1 * GiB, peakSource: 'ESTIMATED' };
 
 /** Starts it, lets it run (its `run` wrapper joined), then it exits with code 1 after a line. */
 async function startAndCrash(supervisor: Supervisor, spawned: Proc[]): Promise<void> {

@@ -106,6 +106,48 @@ describe('supervisor (recorded processes)', () => {
     expect(() => supervisor.setWeight('nobody-9', 2)).toThrow(/no engine nobody-9/);
   });
 
+  it('passes the gateway\'s count of requests to the `run` that paces a command engine, not to the built-in engine', async () => {
+    const { supervisor, spawned } = setup();
+    const command = supervisor.launch(spec({ profileId: 'cmd', kind: 'command', command: '/bin/engine', modelPath: null }));
+    await Promise.resolve();
+    spawned[0]?.say('stderr', 'gpu-share: joined GPU-sim slot 0');
+    const commandId = (await command).engine?.id ?? '';
+    const builtin = supervisor.launch(spec());
+    await Promise.resolve();
+    spawned[1]?.say('stdout', JSON.stringify({ event: 'ready', port: 1, slot: 1 }));
+    const builtinId = (await builtin).engine?.id ?? '';
+    supervisor.setRequests(commandId, 2);
+    supervisor.setRequests(commandId, 0);
+    supervisor.setRequests(builtinId, 1);
+    supervisor.setRequests('nobody-9', 1);
+    expect(spawned[0]?.sent).toEqual(['{"cmd":"requests","inFlight":2}', '{"cmd":"requests","inFlight":0}']);
+    expect(spawned[1]?.sent).toEqual([]);
+  });
+
+  it('a command engine that declares a port is running once the port accepts a connection', async () => {
+    const { createServer } = await import('node:net');
+    const server = createServer((socket) => socket.destroy());
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as { port: number }).port;
+    server.close();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const { supervisor, spawned } = setup();
+    let settled = false;
+    const launching = supervisor.launch(spec({ profileId: 'cmd', kind: 'command', command: '/bin/engine', modelPath: null, args: ['--port', String(port)] })).finally(() => (settled = true));
+    await Promise.resolve();
+    spawned[0]?.say('stderr', 'gpu-share: joined GPU-sim slot 0');
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(settled).toBe(false);
+    expect(supervisor.list()[0]?.state).toBe('loading');
+    const listening = createServer((socket) => socket.destroy());
+    await new Promise<void>((resolve) => listening.listen(port, '127.0.0.1', resolve));
+    try {
+      expect((await launching).engine).toMatchObject({ state: 'running', port });
+    } finally {
+      listening.close();
+    }
+  });
+
   it('counts an engine the gateway is serving on as busy at once (never evicted mid-answer)', async () => {
     const inUse = new Set<string>();
     const { supervisor, spawned } = setup({ inUse: (id) => inUse.has(id) });

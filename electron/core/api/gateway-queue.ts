@@ -3,7 +3,7 @@
  * background before lab), first come first served within a priority. Each engine serves one
  * request at a time (the built-in engine has one sequence; a llama-server slot likewise), so an
  * interactive request overtakes background ones that have not started yet. Pure bookkeeping: no
- * I/O, no timers; the caller resolves the grants.
+ * I/O, no timers; the caller resolves the grants and hears each engine's count of requests.
  */
 import { PRIORITY_RANK, type Priority } from '../planner/policy.js';
 
@@ -19,7 +19,17 @@ export class GatewayQueue {
   private readonly busy = new Set<string>();
   private seq = 0;
 
-  constructor(readonly limit: number) {}
+  /** `onCount`: told each time the number of requests for an engine (served now or waiting)
+   *  changes, with the new number: the engine's activity as the gateway knows it. */
+  constructor(
+    readonly limit: number,
+    private readonly onCount: (key: string, count: number) => void = () => undefined,
+  ) {}
+
+  /** Requests for `key`: the one served now and those waiting for it. */
+  count(key: string): number {
+    return (this.busy.has(key) ? 1 : 0) + this.waiting.filter((w) => w.key === key).length;
+  }
 
   get depth(): number {
     return this.waiting.length;
@@ -43,16 +53,20 @@ export class GatewayQueue {
     const waiter: Waiter = { seq: ++this.seq, key, priority, grant };
     if (!this.busy.has(key) && !this.waiting.some((w) => w.key === key)) {
       this.busy.add(key);
+      this.onCount(key, 1);
       grant();
       return { position: 0, leave: () => undefined };
     }
     this.waiting.push(waiter);
     this.waiting.sort(byTurn);
+    this.onCount(key, this.count(key));
     return {
       position: this.positionOf(waiter),
       leave: () => {
         const at = this.waiting.indexOf(waiter);
-        if (at >= 0) this.waiting.splice(at, 1);
+        if (at < 0) return;
+        this.waiting.splice(at, 1);
+        this.onCount(key, this.count(key));
       },
     };
   }
@@ -61,10 +75,11 @@ export class GatewayQueue {
   release(key: string): void {
     const next = this.waiting.find((w) => w.key === key);
     if (next === undefined) {
-      this.busy.delete(key);
+      if (this.busy.delete(key)) this.onCount(key, 0);
       return;
     }
     this.waiting.splice(this.waiting.indexOf(next), 1);
+    this.onCount(key, this.count(key));
     next.grant();
   }
 

@@ -160,7 +160,8 @@ export class Gateway {
   ) {
     // The planner's policy sizes the line: one versioned policy (with `serve --queue-limit` as an
     // override recorded in its revision), not a number of the gateway's own.
-    this.queue = new GatewayQueue(core.policy.queue.maxDepth);
+    // Each engine's count of requests is its activity as we know it (the supervisor passes it on).
+    this.queue = new GatewayQueue(core.policy.queue.maxDepth, (engineId, count) => core.engineRequests(engineId, count));
   }
 
   /** The models clients see (modelList). */

@@ -26,6 +26,7 @@ import { RegistrySegment } from '../registry/segment.js';
 import { bootLogLine } from '../registry/view.js';
 import { ProcessGate, cpuActivity, type ActivitySource } from '../pacer/process-gate.js';
 import { metricsActivity } from '../pacer/metrics-activity.js';
+import { requestActivity } from '../pacer/request-activity.js';
 import { describeActivity, detectLlamaServer, serverKeyOf } from '../pacer/server-activity.js';
 import { PREPARE_US, sleepUs } from '../pacer/gate.js';
 import { startWatchdog, type Watchdog } from '../pacer/watchdog.js';
@@ -287,7 +288,9 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
   const activityLine = describeActivity(activityChoice.url, activityChoice.detected, control.cpuTimeUs(pid) !== null);
   io.err(`${bootLogLine(options.gpuKey, slot, options.weight, observer.peers(registry).length)}; activity: ${activityLine}`);
 
-  const activity = metrics ?? cpuActivity(control);
+  // Under a supervisor, the gateway's count of our requests comes on the control pipe.
+  const requests = options.exitWithParent ? requestActivity(metrics ?? cpuActivity(control), () => clock.monoUs()) : null;
+  const activity = requests ?? metrics ?? cpuActivity(control);
   const watcher = new RegistryObserver(clock, true);
   // A registry truncated under us is broken: the command runs unpaced (no peers: never
   // suspended) with one line, and is paced again once the segment is valid again.
@@ -329,8 +332,14 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
       }, OVERSHOOT_REPORT_INTERVAL_MS)
     : null;
   reporting?.unref();
-  // Under a supervisor, its commands (a new weight) arrive on our stdin, the lifeline pipe.
-  if (options.exitWithParent) void readControlLines(process.stdin, (command) => void paced.set({ weight: command.weight }));
+  // Under a supervisor, its commands (a new weight, the gateway's count of requests) arrive on our
+  // stdin, the lifeline pipe.
+  if (options.exitWithParent) {
+    void readControlLines(process.stdin, (command) => {
+      if (command.cmd === 'weight') paced.set({ weight: command.weight });
+      else requests?.setInFlight(command.inFlight);
+    });
+  }
   // Whatever happens to us from here on, the command is not left stopped.
   const resumeOnExit = (): void => {
     pacer.stopAll();

@@ -311,6 +311,8 @@ async function main(argv: readonly string[]): Promise<void> {
   // when we run as an Electron utility process.
   if (stdinIsPipe() || 'parentPort' in process) {
     void readControlLines(process.stdin, (command) => {
+      // Its own queue tells its activity: the gateway's count of requests is not needed here.
+      if (command.cmd !== 'weight') return;
       setWeight?.(command.weight);
       log('info', `weight set to ${command.weight}`);
     });

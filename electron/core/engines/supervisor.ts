@@ -307,6 +307,27 @@ export async function waitForHealth(port: number, still: () => boolean): Promise
   return false;
 }
 
+/** Try a TCP connection to 127.0.0.1:PORT every 100 ms until one is accepted (true), or `still()`
+ *  turns false (false). For engines with a port but no /health we know of. */
+export async function waitForListening(port: number, still: () => boolean): Promise<boolean> {
+  const { connect } = await import('node:net');
+  while (still()) {
+    const accepted = await new Promise<boolean>((resolve) => {
+      const socket = connect({ host: '127.0.0.1', port });
+      const done = (ok: boolean): void => {
+        socket.destroy();
+        resolve(ok);
+      };
+      socket.setTimeout(1_000, () => done(false));
+      socket.once('connect', () => done(true));
+      socket.once('error', () => done(false));
+    });
+    if (accepted) return true;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return false;
+}
+
 export class Supervisor {
   private readonly engines = new Map<string, Engine>();
   private counter = 0;
@@ -469,13 +490,19 @@ export class Supervisor {
         markReady();
       } else if (spec.kind !== 'builtin' && stream === 'stderr' && line.startsWith('gpu-share: joined ')) {
         const healthPort = healthPortOf(spec);
-        if (healthPort === null) {
-          // A paced command is "ready" once it is started and holds its slot; its HTTP port, if
-          // it declares one, is where the gateway sends requests.
-          engine.status.port = declaredPortOf(spec.args);
+        const declared = declaredPortOf(spec.args);
+        if (healthPort === null && declared === null) {
+          // A paced command is "ready" once it is started and holds its slot.
           this.becomeRunning(engine);
           markReady();
-        } else {
+        } else if (healthPort === null && declared !== null) {
+          // One that declares an HTTP port (where the gateway sends requests) once it listens.
+          engine.status.port = declared;
+          void waitForListening(declared, () => engine.status.state === 'loading').then((listening) => {
+            if (listening) this.becomeRunning(engine);
+            markReady();
+          });
+        } else if (healthPort !== null) {
           // A llama-server is ready when its /health says so (it may load for minutes).
           engine.status.port = healthPort;
           void waitForHealth(healthPort, () => engine.status.state === 'loading').then((healthy) => {
@@ -541,6 +568,18 @@ export class Supervisor {
     engine.process.signalGroup('SIGKILL');
     await engine.exited;
     return copyStatus(engine.status);
+  }
+
+  /**
+   * The gateway's count of requests for an engine, passed to the `gpu-share run` that paces it
+   * (its activity: known idle at 0). The built-in engine knows its own queue, and
+   * opencoti-llamafile takes no commands. Quiet when the engine cannot be told: this is a hint.
+   */
+  setRequests(id: string, count: number): void {
+    const engine = this.engines.get(id);
+    if (engine === undefined || (engine.status.state !== 'running' && engine.status.state !== 'loading')) return;
+    if (engine.spec.kind === 'builtin' || engine.spec.kind === 'opencoti-llamafile') return;
+    engine.process.send(formatControl({ cmd: 'requests', inFlight: count }));
   }
 
   /**
