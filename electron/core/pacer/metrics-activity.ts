@@ -57,7 +57,7 @@ export interface MetricsProbeOptions {
 
 export function metricsActivity(url: string, fallback: ActivitySource, options: MetricsProbeOptions = {}): ActivitySource & { stop(): void } {
   let previous: ServerMetrics | null = null;
-  let verdict: { busy: boolean; atMs: number } | null = null;
+  let verdict: { busy: boolean | null; atMs: number } | null = null;
   let idleAnswers = 0;
   const trace = options.trace;
   const wallUs = options.wallUs ?? ((): number => Date.now() * 1000);
@@ -74,9 +74,11 @@ export function metricsActivity(url: string, fallback: ActivitySource, options: 
       const busy = busyByMetrics(previous, metrics);
       // Idle is said on the second idle answer in a row (nothing in flight, queued or generated
       // across two polls): one answer that lands in a client's short gap between two requests
-      // is not enough when polls come late on a loaded machine.
+      // is not enough when polls come late on a loaded machine. The first one says "cannot
+      // tell" rather than "busy", so that the hysteresis runs from the last evidence of work,
+      // not from this answer.
       idleAnswers = busy ? 0 : idleAnswers + 1;
-      verdict = { busy: busy || idleAnswers < IDLE_ANSWERS, atMs: Date.now() };
+      verdict = { busy: busy ? true : idleAnswers >= IDLE_ANSWERS ? false : null, atMs: Date.now() };
       trace?.({ k: 'answer', t: wallUs(), busy, processing: metrics.requestsProcessing, deferred: metrics.requestsDeferred, predicted: metrics.tokensPredicted });
       previous = metrics;
     },
