@@ -21,7 +21,8 @@ import {
   usageOf,
   type ResponseMeta,
 } from '../../electron/core/engines/builtin-openai.js';
-import { defaultThreads } from '../../electron/core/engines/builtin-threads.js';
+import { defaultFlashAttention, defaultThreads } from '../../electron/core/engines/builtin-defaults.js';
+import { parseHostArgs } from '../../electron/core/engines/builtin-host.js';
 import { allowedHosts } from '../../electron/core/api/http.js';
 import { buildPropsBlock, type GpuPeersView } from '../../electron/core/registry/view.js';
 
@@ -378,6 +379,28 @@ describe('builtin engine: default threads', () => {
     expect(defaultThreads({ mathCores: 16, offloadedLayers: 3, totalLayers: 5 })).toBe(15);
     // A model whose layer count is unknown (0) is not taken as offloaded.
     expect(defaultThreads({ mathCores: 8, offloadedLayers: 0, totalLayers: 0 })).toBe(7);
+  });
+});
+
+describe('builtin engine: default flash attention', () => {
+  it('is off while any layer runs on the CPU (the prebuilt CPU kernel is slow), llama.cpp\'s choice with every layer on a GPU', () => {
+    expect(defaultFlashAttention({ offloadedLayers: 0, totalLayers: 5 })).toBe(false);
+    expect(defaultFlashAttention({ offloadedLayers: 3, totalLayers: 5 })).toBe(false);
+    expect(defaultFlashAttention({ offloadedLayers: 0, totalLayers: 0 })).toBe(false);
+    expect(defaultFlashAttention({ offloadedLayers: 5, totalLayers: 5 })).toBeUndefined();
+  });
+
+  it('--flash-attn on|off|auto says otherwise; anything else is refused by name', () => {
+    const base = ['--model', '/m/x.gguf', '--ctx', '256'];
+    const flash = (extra: string[]): unknown => {
+      const parsed = parseHostArgs([...base, ...extra]);
+      return parsed.ok ? parsed.options.flashAttention : parsed.message;
+    };
+    expect(flash([])).toBeNull();
+    expect(flash(['--flash-attn', 'on'])).toBe(true);
+    expect(flash(['--flash-attn', 'off'])).toBe(false);
+    expect(flash(['--flash-attn', 'auto'])).toBeNull();
+    expect(flash(['--flash-attn', 'yes'])).toBe('--flash-attn must be "on", "off" or "auto" (got "yes")');
   });
 });
 

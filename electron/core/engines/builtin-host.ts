@@ -42,7 +42,7 @@ import type { AfterStep, Engine } from './builtin-decode.js';
 import { errorText, Host, sendError } from './builtin-http.js';
 import { ENGINE_SECRET_ENV } from './engine-secret.js';
 import { vulkanPinningWarning } from './device-pinning.js';
-import { defaultThreads } from './builtin-threads.js';
+import { defaultFlashAttention, defaultThreads } from './builtin-defaults.js';
 import { isEntryPoint } from '../entry-point.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -59,8 +59,10 @@ export interface HostOptions {
   ctx: number;
   /** 0 = CPU only (no GPU backend is even probed). */
   gpuLayers: number | 'auto' | 'max';
-  /** null = builtin-threads.ts decides (physical cores − 1 on the CPU, 1 with every layer on a GPU). */
+  /** null = builtin-defaults.ts decides (physical cores − 1 on the CPU, 1 with every layer on a GPU). */
   threads: number | null;
+  /** `--flash-attn on|off`; null = builtin-defaults.ts decides (off while attention runs on the CPU). */
+  flashAttention: boolean | null;
   port: number;
   host: string;
   alias: string;
@@ -85,6 +87,7 @@ export function parseHostArgs(argv: readonly string[]): ParsedHostArgs {
         ctx: { type: 'string' },
         'gpu-layers': { type: 'string' },
         threads: { type: 'string' },
+        'flash-attn': { type: 'string' },
         port: { type: 'string' },
         host: { type: 'string' },
         'gpu-key': { type: 'string' },
@@ -129,6 +132,13 @@ export function parseHostArgs(argv: readonly string[]): ParsedHostArgs {
     if (threads === null) return fail('threads', 'must be a whole number between 1 and 1024', threadsRaw);
   }
 
+  const flashRaw = values['flash-attn'];
+  let flashAttention: boolean | null = null;
+  if (flashRaw !== undefined) {
+    if (flashRaw !== 'on' && flashRaw !== 'off' && flashRaw !== 'auto') return fail('flash-attn', 'must be "on", "off" or "auto"', flashRaw);
+    flashAttention = flashRaw === 'auto' ? null : flashRaw === 'on';
+  }
+
   const portRaw = values['port'] ?? '0';
   const port = parseWholeNumber(portRaw, 0, 65_535);
   if (port === null) return fail('port', 'must be a whole number between 0 and 65535 (0: any free port)', portRaw);
@@ -155,7 +165,7 @@ export function parseHostArgs(argv: readonly string[]): ParsedHostArgs {
     if (!name.ok) return fail('name', name.message, nameRaw);
     registry = { gpuKey: gpuKey.value, weight: weight.value, name: name.value };
   }
-  return { ok: true, options: { model, ctx, gpuLayers, threads, port, host, alias, registry } };
+  return { ok: true, options: { model, ctx, gpuLayers, threads, flashAttention, port, host, alias, registry } };
 }
 
 function truncateUtf8(text: string, maxBytes: number): string {
@@ -383,13 +393,15 @@ async function main(argv: readonly string[]): Promise<void> {
     });
     if (host.isStopping) return;
     progress(0.9);
-    const threads = options.threads ?? defaultThreads({ mathCores: llama.cpuMathCores, offloadedLayers: model.gpuLayers, totalLayers: model.fileInsights.totalLayers });
-    const context = await model.createContext({ contextSize: options.ctx, sequences: 1, threads });
+    const layers = { offloadedLayers: model.gpuLayers, totalLayers: model.fileInsights.totalLayers };
+    const threads = options.threads ?? defaultThreads({ mathCores: llama.cpuMathCores, ...layers });
+    const flashAttention = options.flashAttention ?? defaultFlashAttention(layers);
+    const context = await model.createContext({ contextSize: options.ctx, sequences: 1, threads, ...(flashAttention === undefined ? {} : { flashAttention }) });
     if (host.isStopping) return;
     engine = { llama, model, context, sequence: context.getSequence(), chatWrapper: resolveChatWrapper(model) };
     log(
       'info',
-      `model loaded: ${options.alias} (${model.fileInsights.totalLayers} layers, ctx ${context.contextSize}, ${threads} threads, ` +
+      `model loaded: ${options.alias} (${model.fileInsights.totalLayers} layers, ctx ${context.contextSize}, ${threads} threads, flash attention ${flashAttention === undefined ? 'auto' : flashAttention ? 'on' : 'off'}, ` +
         `gpu ${llama.gpu === false ? 'none' : llama.gpu}, chat template ${engine.chatWrapper.wrapperName}) in ${((monotonicUs() - loadStarted) / 1e6).toFixed(2)} s`,
     );
   } catch (error) {

@@ -1,0 +1,48 @@
+/**
+ * The built-in engine's defaults where neither its profile nor a flag says: how many threads it
+ * decodes with, and whether it uses flash attention. Pure.
+ *
+ * Threads.
+ *
+ * node-llama-cpp's prebuilt CPU backend is built without OpenMP and attaches no ggml threadpool, so
+ * every graph computation (every token) creates and joins `threads − 1` helper threads, and they
+ * meet at a barrier after each of the graph's operations by spinning, never sleeping. When one of
+ * them is off its core (the engine's own JavaScript thread streams each token, another engine or
+ * any other process runs), every other thread spins until it comes back: on a 2-core machine
+ * node-llama-cpp's default (`cpuMathCores`, 2 there) decoded 3–141 tok/s where one thread decoded
+ * 377–1342 (pacer NOTES.md, "The built-in engine's default threads"). So the default leaves one
+ * physical core to the engine's JavaScript thread and to the other engines on the device, and an
+ * engine whose layers all run on a GPU keeps one thread: its CPU part of a token is a row lookup
+ * and the graph's bookkeeping, which more threads would only slow down with their start-ups and
+ * barriers.
+ *
+ * Flash attention. node-llama-cpp lets llama.cpp decide ("auto"), which turns it on for the CPU
+ * too, and the prebuilt CPU backends' flash-attention kernel is slow: on a Zen 4 core, with the
+ * same llama.cpp commit, `ggml_compute_forward_flash_attn_ext` took 0.78 ms of each token against
+ * 0.33 ms in a llama-server built for the machine, while every other kernel took the same time
+ * (perf, 1,200 tokens of E256/L4 q8_0 each). Without it, the same model decodes in 0.57–0.88 ms
+ * a token against 1.25–1.42 ms with it (pacer NOTES.md, "Where the built-in engine's time went").
+ * So it is off while any layer (and so its attention) runs on the CPU, and llama.cpp's choice
+ * where every layer is on a GPU, whose kernels are the reason to have it.
+ */
+
+export interface ThreadFacts {
+  /** Physical cores worth decoding on (node-llama-cpp's `cpuMathCores`; at least 1). */
+  mathCores: number;
+  /** Layers on a GPU, of the model's total (0 on the CPU). */
+  offloadedLayers: number;
+  totalLayers: number;
+}
+
+const allOnGpu = (facts: Pick<ThreadFacts, 'offloadedLayers' | 'totalLayers'>): boolean => facts.totalLayers > 0 && facts.offloadedLayers >= facts.totalLayers;
+
+export function defaultThreads(facts: ThreadFacts): number {
+  const spare = Math.max(1, Math.floor(facts.mathCores) - 1);
+  return allOnGpu(facts) ? 1 : spare;
+}
+
+/** node-llama-cpp's `flashAttention` for a context: false (off) while attention runs on the CPU,
+ *  undefined (llama.cpp decides) with every layer on a GPU. */
+export function defaultFlashAttention(facts: Pick<ThreadFacts, 'offloadedLayers' | 'totalLayers'>): false | undefined {
+  return allOnGpu(facts) ? undefined : false;
+}
