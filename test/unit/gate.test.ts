@@ -85,9 +85,9 @@ describe('cooperative gate (fake clock)', () => {
     atPeriodStart(clock, 120_000);
     clock.advance(10_000); // 10 ms into slot 0's window [0, 80)
     expect((await gate.afterStep(5_000)).kind).toBe('in-window');
-    clock.advance(69_999); // 79.999 ms: still inside
+    clock.advance(64_999); // 74.999 ms: still inside, and a 5 ms step ends before 80 ms
     expect((await gate.afterStep(5_000)).kind).toBe('in-window');
-    clock.advance(1); // 80 ms: slot 1's window begins; ours is back at 120 ms
+    clock.advance(5_001); // 80 ms: slot 1's window begins; ours is back at 120 ms
     const decision = await gate.afterStep(5_000);
     expect(decision).toMatchObject({ kind: 'wait', waitUs: 40_000 });
     // Two naps: to PREPARE_US before the window (a fresh look at the registry there), then to its start.
@@ -234,12 +234,56 @@ describe('decideGate', () => {
     const { sleep } = fakeSleep(clock);
     const gate = new CooperativeGate(registry.join(0, 2, true), clock, sleep);
     atPeriodStart(clock, 120_000);
-    // 2:1 → our window is [0, 80 ms). Steps of 7 ms: the one started at 77 ms ends at 84 ms.
-    for (let t = 0; t <= 77_000; t += 7_000) {
+    // 2:1 → our window is [0, 80 ms). Steps of 7 ms up to 70 ms; the one started there (10 ms
+    // left, expected to take 7) takes 12 and ends at 82 ms.
+    for (let t = 7_000; t <= 70_000; t += 7_000) {
       clock.advance(7_000);
       await gate.afterStep(7_000);
     }
-    expect(gate.overshoot.take()).toEqual([4_000]);
+    clock.advance(12_000);
+    await gate.afterStep(12_000);
+    expect(gate.overshoot.take()).toEqual([2_000]);
     expect(gate.overshoot.take()).toEqual([]);
+  });
+
+  it('a step expected to end past the window\'s end waits for the next window; one longer than a whole window goes', () => {
+    const clock = new FakeClock();
+    const registry = new MemoryRegistry(clock);
+    registry.join(0, 2, true);
+    registry.join(1, 1, true);
+    const peers = registry.peers();
+    atPeriodStart(clock, 120_000);
+    const start = clock.wallUs();
+    // Slot 0 owns [0, 80 ms) of each 120 ms period: at 75 ms, 5 ms are left.
+    const at75 = start + 75_000;
+    expect(decideGate(peers, 0, at75).kind).toBe('in-window');
+    expect(decideGate(peers, 0, at75, undefined, 4_000).kind).toBe('in-window');
+    const waits = decideGate(peers, 0, at75, undefined, 6_000);
+    expect(waits).toMatchObject({ kind: 'wait', waitUs: 45_000 });
+    // A step longer than the window would never fit: it starts when it can.
+    expect(decideGate(peers, 0, at75, undefined, 90_000).kind).toBe('in-window');
+    // Slot 1 owns [80, 120): at 118 ms, a 3 ms step waits for the next 80 ms.
+    expect(decideGate(peers, 1, start + 118_000, undefined, 3_000)).toMatchObject({ kind: 'wait', waitUs: 82_000 });
+  });
+
+  it('expects the median of the last steps: the slow first steps of a window do not end it early', async () => {
+    const clock = new FakeClock();
+    const registry = new MemoryRegistry(clock);
+    registry.join(1, 1, true);
+    const { sleep } = fakeSleep(clock);
+    const gate = new CooperativeGate(registry.join(0, 2, true), clock, sleep);
+    atPeriodStart(clock, 120_000);
+    // Three slow steps (3 ms) then 1 ms ones: the window is used to within a step of its end.
+    const steps = [3_000, 3_000, 3_000, ...Array<number>(200).fill(1_000)];
+    let lastInWindow = 0;
+    for (const step of steps) {
+      clock.advance(step);
+      const decision = await gate.afterStep(step);
+      const position = clock.wallUs() % 120_000;
+      if (decision.kind !== 'wait' && position < 80_000) lastInWindow = Math.max(lastInWindow, position);
+      if (decision.kind === 'wait') break;
+    }
+    expect(lastInWindow).toBeGreaterThanOrEqual(78_000);
+    expect(gate.overshoot.take()).toEqual([0]);
   });
 });
