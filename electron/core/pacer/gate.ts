@@ -68,10 +68,10 @@ function decideInSchedule(schedule: Schedule, selfSlot: number, wallNowUs: numbe
   // Our own record may not show us active yet (the registry is read before our update lands).
   if (waitUs === null) return { kind: 'not-scheduled' };
   if (waitUs > 0) return { kind: 'wait', schedule, waitUs };
-  const window = windowOf(schedule, selfSlot);
-  const leftUs = usUntilWindowEnd(schedule, selfSlot, wallNowUs);
-  if (window !== undefined && nextStepUs > leftUs && nextStepUs <= window.lengthUs && window.lengthUs < schedule.periodUs) {
-    return { kind: 'wait', schedule, waitUs: leftUs + schedule.periodUs - window.lengthUs };
+  const window = nextStepUs > 0 ? windowOf(schedule, selfSlot) : undefined;
+  if (window !== undefined && nextStepUs <= window.lengthUs && window.lengthUs < schedule.periodUs) {
+    const leftUs = usUntilWindowEnd(schedule, selfSlot, wallNowUs);
+    if (nextStepUs > leftUs) return { kind: 'wait', schedule, waitUs: leftUs + schedule.periodUs - window.lengthUs };
   }
   return { kind: 'in-window', schedule };
 }
@@ -182,10 +182,9 @@ export class CooperativeGate {
       this.recentSteps.push(duration);
       if (this.recentSteps.length > RECENT_STEPS) this.recentSteps.shift();
     }
-    const nextStepUs = medianOf(this.recentSteps);
     if (!this.publishedActive || now - this.lastPublishMonoUs >= PUBLISH_INTERVAL_US) this.publish(now);
     const slot = this.registry.selfSlot();
-    const first = slot === null ? ALONE : (freePass(this.peers(now), slot) ?? this.followSchedule(now, slot, nextStepUs));
+    const first = slot === null ? ALONE : (freePass(this.peers(now), slot) ?? this.followSchedule(now, slot));
     this.stats.decisions[first.kind]++;
     if (first.kind === 'wait') this.stats.sleeps++;
     let decision = first;
@@ -200,7 +199,7 @@ export class CooperativeGate {
       await this.sleep(napUs);
       if (reread) this.view = null;
       const woke = this.clock.monoUs();
-      decision = decideGate(this.peers(woke), this.registry.selfSlot(), this.clock.wallUs(), () => this.schedule(woke), nextStepUs);
+      decision = decideGate(this.peers(woke), this.registry.selfSlot(), this.clock.wallUs(), () => this.schedule(woke), medianOf(this.recentSteps));
     }
     // Without a sleep, the step's own reading of the clock will do.
     this.lastReturnMonoUs = first.kind === 'wait' ? this.clock.monoUs() : now;
@@ -217,9 +216,11 @@ export class CooperativeGate {
 
   /** The schedule's decision for this step; a wait after a step begun inside our window records how
    *  far past the window's end that step ran. */
-  private followSchedule(nowMonoUs: number, slot: number, nextStepUs: number): GateDecision {
+  private followSchedule(nowMonoUs: number, slot: number): GateDecision {
     const wallNow = this.clock.wallUs();
-    const decision = decideInSchedule(this.schedule(nowMonoUs), slot, wallNow, nextStepUs);
+    // The expected step is only worked out here, when someone else is active: a lone engine's
+    // steps (the common case, every token) pay nothing for it.
+    const decision = decideInSchedule(this.schedule(nowMonoUs), slot, wallNow, medianOf(this.recentSteps));
     if (decision.kind === 'wait' && this.stepStartedInWindow) this.overshoot.record(usSinceWindowEnd(decision.schedule, slot, wallNow));
     return decision;
   }
