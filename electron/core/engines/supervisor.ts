@@ -292,41 +292,48 @@ function metricsUrlOf(spec: Pick<LaunchSpec, 'args'>): string {
   return `http://127.0.0.1:${serverPortOf(spec)}/metrics`;
 }
 
-/** Poll http://127.0.0.1:PORT/health every 250 ms until it answers 200 (true), or `still()` turns
- *  false (the engine exited or is being stopped: false). */
-export async function waitForHealth(port: number, still: () => boolean): Promise<boolean> {
+/** Ask `probe` every `everyMs` until it says yes (true), or `still()` turns false (the engine
+ *  exited or is being stopped: false). */
+async function pollUntil(probe: () => Promise<boolean>, still: () => boolean, everyMs: number): Promise<boolean> {
   while (still()) {
-    try {
-      const response = await fetch(`http://127.0.0.1:${port}/health`, { signal: AbortSignal.timeout(1_000) });
-      if (response.status === 200) return true;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 250));
+    if (await probe()) return true;
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
   }
   return false;
 }
 
-/** Try a TCP connection to 127.0.0.1:PORT every 100 ms until one is accepted (true), or `still()`
- *  turns false (false). For engines with a port but no /health we know of. */
-export async function waitForListening(port: number, still: () => boolean): Promise<boolean> {
-  const { connect } = await import('node:net');
-  while (still()) {
-    const accepted = await new Promise<boolean>((resolve) => {
-      const socket = connect({ host: '127.0.0.1', port });
-      const done = (ok: boolean): void => {
-        socket.destroy();
-        resolve(ok);
-      };
-      socket.setTimeout(1_000, () => done(false));
-      socket.once('connect', () => done(true));
-      socket.once('error', () => done(false));
-    });
-    if (accepted) return true;
-    await new Promise((resolve) => setTimeout(resolve, 100));
+/** Does http://127.0.0.1:PORT/health answer 200? */
+async function healthAnswers(port: number): Promise<boolean> {
+  try {
+    const response = await fetch(`http://127.0.0.1:${port}/health`, { signal: AbortSignal.timeout(1_000) });
+    return response.status === 200;
+  } catch {
+    return false; // not listening yet
   }
-  return false;
 }
+
+/** Does 127.0.0.1:PORT accept a TCP connection? For engines with a port but no /health we know of. */
+async function portAccepts(port: number): Promise<boolean> {
+  const { connect } = await import('node:net');
+  return new Promise<boolean>((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    const done = (ok: boolean): void => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(1_000, () => done(false));
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+  });
+}
+
+/** Poll http://127.0.0.1:PORT/health every 250 ms until it answers 200 (true), or `still()` turns
+ *  false (false). */
+export const waitForHealth = (port: number, still: () => boolean): Promise<boolean> => pollUntil(() => healthAnswers(port), still, 250);
+
+/** Try a TCP connection to 127.0.0.1:PORT every 100 ms until one is accepted (true), or `still()`
+ *  turns false (false). */
+export const waitForListening = (port: number, still: () => boolean): Promise<boolean> => pollUntil(() => portAccepts(port), still, 100);
 
 export class Supervisor {
   private readonly engines = new Map<string, Engine>();
@@ -471,6 +478,14 @@ export class Supervisor {
     hooks.onSpawned?.(copyStatus(engine.status));
     let markReady: () => void = () => undefined;
     const ready = new Promise<void>((resolve) => (markReady = resolve));
+    /** Running once `wait` says the engine answers on `port` (ready either way when it gives up). */
+    const readyWhen = (port: number, wait: (port: number, still: () => boolean) => Promise<boolean>): void => {
+      engine.status.port = port;
+      void wait(port, () => engine.status.state === 'loading').then((answers) => {
+        if (answers) this.becomeRunning(engine);
+        markReady();
+      });
+    };
     child.onLine((stream, line) => {
       // Pacing figures are data, not log lines.
       const pacerFigures = stream === 'stderr' ? parsePacerLine(line) : null;
@@ -491,24 +506,14 @@ export class Supervisor {
       } else if (spec.kind !== 'builtin' && stream === 'stderr' && line.startsWith('gpu-share: joined ')) {
         const healthPort = healthPortOf(spec);
         const declared = declaredPortOf(spec.args);
-        if (healthPort === null && declared === null) {
-          // A paced command is "ready" once it is started and holds its slot.
+        // A llama-server is ready when its /health says so (it may load for minutes); a command
+        // that declares an HTTP port (where the gateway sends requests) once it listens; any other
+        // paced command once it is started and holds its slot.
+        if (healthPort !== null) readyWhen(healthPort, waitForHealth);
+        else if (declared !== null) readyWhen(declared, waitForListening);
+        else {
           this.becomeRunning(engine);
           markReady();
-        } else if (healthPort === null && declared !== null) {
-          // One that declares an HTTP port (where the gateway sends requests) once it listens.
-          engine.status.port = declared;
-          void waitForListening(declared, () => engine.status.state === 'loading').then((listening) => {
-            if (listening) this.becomeRunning(engine);
-            markReady();
-          });
-        } else if (healthPort !== null) {
-          // A llama-server is ready when its /health says so (it may load for minutes).
-          engine.status.port = healthPort;
-          void waitForHealth(healthPort, () => engine.status.state === 'loading').then((healthy) => {
-            if (healthy) this.becomeRunning(engine);
-            markReady();
-          });
         }
       }
     });
@@ -530,12 +535,7 @@ export class Supervisor {
     });
     if (spec.kind === 'opencoti-llamafile') {
       // It paces itself (no `gpu-share run`, no "joined" line): ready when its /health says so.
-      const healthPort = healthPortOf(spec) ?? LLAMA_SERVER_DEFAULT_PORT;
-      engine.status.port = healthPort;
-      void waitForHealth(healthPort, () => engine.status.state === 'loading').then((healthy) => {
-        if (healthy) this.becomeRunning(engine);
-        markReady();
-      });
+      readyWhen(healthPortOf(spec) ?? LLAMA_SERVER_DEFAULT_PORT, waitForHealth);
     }
     await ready;
     return { plan: placement, engine: this.get(id) ?? null };
