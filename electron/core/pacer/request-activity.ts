@@ -11,14 +11,11 @@
  * server's /metrics, which counts every client) wins whenever it answers.
  */
 import { ACTIVITY_WINDOW_US } from './busy.js';
-import type { ActivitySource } from './process-gate.js';
+import { workedDuring, type ActivitySource } from './process-gate.js';
 
 /** CPU time in the first moments after the gateway's last request ended is that request's tail
  *  (its last tokens, freeing its slot), not a client of the engine's own port. */
 export const REQUEST_TAIL_US = 300_000;
-
-/** CPU that counts as work between two samples: at least this share of the time between them. */
-const DIRECT_WORK_SHARE = 0.25;
 
 export interface RequestActivity extends ActivitySource {
   /** The gateway's count for this engine (requests answered now or waiting for their turn). */
@@ -48,8 +45,9 @@ export function requestActivity(inner: ActivitySource, monoUs: () => number): Re
       const now = monoUs();
       const work = inner.workUs(pid);
       if (work !== null && lastSample !== null && lastSample.atUs - idleSinceUs >= REQUEST_TAIL_US) {
-        const elapsed = now - lastSample.atUs;
-        if (elapsed > 0 && work - lastSample.work >= DIRECT_WORK_SHARE * elapsed) directWorkAtUs = now;
+        // The process gate's own test of a sample (it was allowed to run all along, or this is
+        // an overestimate of its runnable time, which only makes the test stricter).
+        if (workedDuring(work - lastSample.work, now - lastSample.atUs)) directWorkAtUs = now;
       }
       lastSample = work === null ? null : { work, atUs: now };
       return directWorkAtUs !== null && now - directWorkAtUs <= ACTIVITY_WINDOW_US ? null : false;
