@@ -284,13 +284,14 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
   }
   const trace = recorder === null ? undefined : recorder.record.bind(recorder);
   // Not polled once told to stop (see beginStop).
-  metrics = activityChoice.url === undefined || stopping ? null : metricsActivity(activityChoice.url, cpuActivity(control), { apiKey: activityChoice.apiKey, trace, wallUs: () => clock.wallUs() });
+  const cpu = cpuActivity(control);
+  metrics = activityChoice.url === undefined || stopping ? null : metricsActivity(activityChoice.url, cpu, { apiKey: activityChoice.apiKey, trace, wallUs: () => clock.wallUs() });
   const activityLine = describeActivity(activityChoice.url, activityChoice.detected, control.cpuTimeUs(pid) !== null);
   io.err(`${bootLogLine(options.gpuKey, slot, options.weight, observer.peers(registry).length)}; activity: ${activityLine}`);
 
   // Under a supervisor, the gateway's count of our requests comes on the control pipe.
-  const requests = options.exitWithParent ? requestActivity(metrics ?? cpuActivity(control), () => clock.monoUs()) : null;
-  const activity = requests ?? metrics ?? cpuActivity(control);
+  const requests = options.exitWithParent ? requestActivity(metrics ?? cpu, () => clock.monoUs()) : null;
+  const activity = requests ?? metrics ?? cpu;
   const watcher = new RegistryObserver(clock, true);
   // A registry truncated under us is broken: the command runs unpaced (no peers: never
   // suspended) with one line, and is paced again once the segment is valid again.
@@ -311,16 +312,7 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
     control: stopControl,
     activity,
     ...(trace === undefined ? {} : { trace }),
-    peers: () => {
-      try {
-        const peers = watcher.peers(registry);
-        broken.succeeded();
-        return peers;
-      } catch (error) {
-        if (broken.failed(error)) return [];
-        throw error;
-      }
-    },
+    peers: () => broken.read(() => watcher.peers(registry), []),
   });
   if (!stopping) pacer.add(pid, paced);
   gate = pacer;

@@ -53,16 +53,7 @@ export function joinAsPacedPeer(helper: RegistryHelper, options: { gpuKey: strin
   const observer = new RegistryObserver(clock, true);
   // A registry truncated under us is broken: no peers (never waits) until it is valid again.
   const broken = new BrokenRegistryNotice((line, state) => log('warn', state === 'broken' ? `${line}; running unpaced until it is valid again` : `${line}; paced again`));
-  const peers = (): AlivePeer[] => {
-    try {
-      const alive = observer.peers(segment);
-      broken.succeeded();
-      return alive;
-    } catch (error) {
-      if (broken.failed(error)) return [];
-      throw error;
-    }
-  };
+  const peers = (): AlivePeer[] => broken.read(() => observer.peers(segment), []);
   const setFields = (fields: Parameters<RegistryMember['set']>[0]): void => {
     try {
       member.set(fields);

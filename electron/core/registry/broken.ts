@@ -27,6 +27,18 @@ export class BrokenRegistryNotice {
     return true;
   }
 
+  /** `read()`, or `whenBroken` (said once) when the registry is broken; anything else throws. */
+  read<T>(read: () => T, whenBroken: T): T {
+    try {
+      const value = read();
+      this.succeeded();
+      return value;
+    } catch (error) {
+      if (this.failed(error)) return whenBroken;
+      throw error;
+    }
+  }
+
   /** A read or write went through: said once if it was broken. */
   succeeded(): void {
     if (this.reason === null) return;
