@@ -11,6 +11,7 @@ import { systemClock } from './core/clock.js';
 import { processIo } from './core/commands/io.js';
 import { defaultDataDir } from './core/paths.js';
 import { shareRegistries } from './core/registry/segment.js';
+import { STOP_METHODS, type StopMethod } from './core/pacer/stop-method.js';
 import { checkGpuKey, checkIntervalMs, checkName, checkWeight, checkWholeNumber, type Checked } from './core/registry/validate.js';
 
 // Each command's module is imported when it runs: `plan` and `launch` bring node-llama-cpp
@@ -158,13 +159,13 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
     .addOption(new Option('--name <name>', 'display name (default: the command name)').argParser(parser(checkName)))
     .option('--exit-with-parent', 'stop the command when the process that started gpu-share run dies (for supervisors)', false)
     .addOption(new Option('--activity-url <url>', "judge activity by a llama.cpp server's /metrics (CPU time otherwise)").argParser(parser(checkLoopbackUrl)))
-    .addOption(new Option('--stop-method <m>', 'how the command is stopped outside its window: sigstop, or cuda-lock (cuCheckpointProcessLock: waits for its queued GPU work; NVIDIA driver 550+, SIGSTOP where it fails)').argParser(parser(oneOf(['sigstop', 'cuda-lock'] as const))).default('sigstop'))
+    .addOption(new Option('--stop-method <m>', 'how the command is stopped outside its window: sigstop, or cuda-lock (cuCheckpointProcessLock: waits for its queued GPU work; NVIDIA driver 550+, SIGSTOP where it fails)').argParser(parser(oneOf(STOP_METHODS))).default('sigstop'))
     .argument('<command>', 'the command to run (after --)')
     .argument('[args...]', 'its arguments')
     .passThroughOptions()
     .addOption(sharedRegistryOption())
     .exitOverride()
-    .action((command: string, args: string[], opts: { gpuKey?: string; gpu?: number; weight: number; name?: string; exitWithParent: boolean; activityUrl?: string; stopMethod: 'sigstop' | 'cuda-lock' }) =>
+    .action((command: string, args: string[], opts: { gpuKey?: string; gpu?: number; weight: number; name?: string; exitWithParent: boolean; activityUrl?: string; stopMethod: StopMethod }) =>
       run(async () => {
         const { runPaced } = await import('./core/commands/run.js');
         const { loadProcessControl } = await import('../native/process-control.js');

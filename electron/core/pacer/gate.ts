@@ -159,6 +159,8 @@ export class CooperativeGate {
   /** The last steps' durations (µs), newest last: their median is what the next step is expected
    *  to take. A median, since the first steps of a window run two or three times as long. */
   private readonly recentSteps: number[] = [];
+  /** Their median, worked out once per step at most (null: not yet). */
+  private expectedStepUs: number | null = null;
   /** How far past our window's end each last-step-of-a-window ran. */
   readonly overshoot = new OvershootLog();
   readonly stats: GateStats = { steps: 0, sleeps: 0, sleptUs: 0, decisions: { alone: 0, 'others-idle': 0, 'in-window': 0, 'not-scheduled': 0, wait: 0 } };
@@ -181,6 +183,7 @@ export class CooperativeGate {
     if (duration > 0) {
       this.recentSteps.push(duration);
       if (this.recentSteps.length > RECENT_STEPS) this.recentSteps.shift();
+      this.expectedStepUs = null;
     }
     if (!this.publishedActive || now - this.lastPublishMonoUs >= PUBLISH_INTERVAL_US) this.publish(now);
     const slot = this.registry.selfSlot();
@@ -199,7 +202,7 @@ export class CooperativeGate {
       await this.sleep(napUs);
       if (reread) this.view = null;
       const woke = this.clock.monoUs();
-      decision = decideGate(this.peers(woke), this.registry.selfSlot(), this.clock.wallUs(), () => this.schedule(woke), medianOf(this.recentSteps));
+      decision = decideGate(this.peers(woke), this.registry.selfSlot(), this.clock.wallUs(), () => this.schedule(woke), this.expectedStep());
     }
     // Without a sleep, the step's own reading of the clock will do.
     this.lastReturnMonoUs = first.kind === 'wait' ? this.clock.monoUs() : now;
@@ -220,9 +223,15 @@ export class CooperativeGate {
     const wallNow = this.clock.wallUs();
     // The expected step is only worked out here, when someone else is active: a lone engine's
     // steps (the common case, every token) pay nothing for it.
-    const decision = decideInSchedule(this.schedule(nowMonoUs), slot, wallNow, medianOf(this.recentSteps));
+    const decision = decideInSchedule(this.schedule(nowMonoUs), slot, wallNow, this.expectedStep());
     if (decision.kind === 'wait' && this.stepStartedInWindow) this.overshoot.record(usSinceWindowEnd(decision.schedule, slot, wallNow));
     return decision;
+  }
+
+  /** How long the next step is expected to take: the median of the last ones. */
+  private expectedStep(): number {
+    this.expectedStepUs ??= medianOf(this.recentSteps);
+    return this.expectedStepUs;
   }
 
   /** The peers as read at most VIEW_MAX_AGE_US ago. */

@@ -57,8 +57,6 @@ export function parseHttpResponse(buf: Buffer): ParsedResponse {
       if (chunk === 0) {
         // Trailers, if any, end with an empty line.
         const end = buf.indexOf(HEAD_END, lineEnd);
-        const bare = buf.subarray(lineEnd, lineEnd + 4).equals(HEAD_END);
-        if (bare) return { kind: 'done', status: Number(status[1]), body: Buffer.concat(parts), consumed: lineEnd + 4, close };
         if (end < 0) return { kind: 'incomplete' };
         return { kind: 'done', status: Number(status[1]), body: Buffer.concat(parts), consumed: end + 4, close };
       }

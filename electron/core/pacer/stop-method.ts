@@ -20,10 +20,19 @@ export const CUDA_LOCK_TIMEOUT_MS = 100;
 export interface StopFigures {
   locks: number;
   lockFailures: number;
-  /** µs of each successful lock (the drain) and unlock. */
+  /** µs of the last FIGURES_KEPT successful locks (the drain) and unlocks. */
   lockUs: number[];
   unlockUs: number[];
 }
+
+/** How many lock and unlock durations are kept (a paced engine is locked several times a second
+ *  for as long as it runs). */
+const FIGURES_KEPT = 1024;
+
+const keep = (list: number[], us: number): void => {
+  list.push(us);
+  if (list.length > FIGURES_KEPT) list.shift();
+};
 
 /** suspend/resume through the CUDA lock, SIGSTOP/SIGCONT (`base`) where the lock fails. */
 export function cudaLockControl(base: Pick<ProcessControl, 'suspend' | 'resume'>, cuda: CudaCheckpoint, say: (line: string) => void, timeoutMs = CUDA_LOCK_TIMEOUT_MS): Pick<ProcessControl, 'suspend' | 'resume'> & { figures: StopFigures } {
@@ -37,7 +46,7 @@ export function cudaLockControl(base: Pick<ProcessControl, 'suspend' | 'resume'>
       if (result.code === 0) {
         locked.add(pid);
         figures.locks += 1;
-        figures.lockUs.push(result.us);
+        keep(figures.lockUs, result.us);
         return true;
       }
       figures.lockFailures += 1;
@@ -51,7 +60,7 @@ export function cudaLockControl(base: Pick<ProcessControl, 'suspend' | 'resume'>
       if (!locked.has(pid)) return base.resume(pid);
       locked.delete(pid);
       const result = cuda.unlock(pid);
-      figures.unlockUs.push(result.us);
+      keep(figures.unlockUs, result.us);
       if (result.code !== 0) say(`gpu-share: cuCheckpointProcessUnlock(${pid}) failed (CUDA error ${result.code})`);
       // A SIGCONT too, harmless when nothing is stopped: whatever stopped it, it runs now.
       base.resume(pid);

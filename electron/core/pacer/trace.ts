@@ -9,6 +9,7 @@
  * TRACE_MAX_EVENTS (a `truncated` line says so).
  */
 import { closeSync, openSync, writeSync, constants as fsConstants } from 'node:fs';
+import type { PollEvent } from './http-poll.js';
 
 /** The environment variable naming the trace file of `gpu-share run`. */
 export const PACER_TRACE_ENV = 'GPU_SHARE_PACER_TRACE';
@@ -23,7 +24,7 @@ export type GateTraceEvent =
   | { k: 'stop' | 'cont'; t: number; pid: number }
   /** busy: what the activity source said (null: cannot tell, e.g. no fresh poll answer). */
   | { k: 'sample'; t: number; pid: number; busy: boolean | null; active: boolean }
-  | { k: 'poll'; t: number; what: 'sent' | 'in-flight' | 'timed-out' }
+  | { k: 'poll'; t: number; what: PollEvent }
   | { k: 'answer'; t: number; busy: boolean | null; processing?: number; deferred?: number; predicted?: number; why?: string };
 
 export interface TraceRecorder {
