@@ -77,20 +77,17 @@ export function listSegments(dir: string, knownKeys: Iterable<string>, options: 
   for (const fileName of names) {
     if (!SEGMENT_FILE_PATTERN.test(fileName)) continue;
     const path = join(dir, fileName);
+    let ownerUid: number;
     try {
       // lstat first: a link or a FIFO is never opened.
-      if (!lstatSync(path).isFile()) continue;
+      const stat = lstatSync(path);
+      if (!stat.isFile()) continue;
+      ownerUid = stat.uid;
     } catch {
       continue;
     }
     const header = readHeader(path);
     if (header === null || !isRegistryHeader(header)) continue;
-    let ownerUid = -1;
-    try {
-      ownerUid = lstatSync(path).uid;
-    } catch {
-      continue;
-    }
     listed.push({ key: keyOfSegmentFile(fileName, keys), fileName, path, ownerUid, mine: perUserFolder || ownerUid === uid });
   }
   const order = (s: ListedSegment): string => (s.key === null ? `1${s.fileName}` : `0${s.key}`);

@@ -13,6 +13,7 @@ import { HelperStatus, RegistryError, foreignSegmentError, statusError, type Cla
 import { SEGMENT_SIZE, segmentName } from './abi.js';
 import { decodeSegment, type DecodedSegment, type HeaderProblem } from './codec.js';
 import { segmentDirFor, segmentPathFor, type SegmentSystem } from './location.js';
+import { isBrokenRegistry } from './broken.js';
 
 /** How often a broken segment is opened again. */
 export const REOPEN_INTERVAL_MS = 500;
@@ -90,6 +91,16 @@ export function shareRegistries(env: NodeJS.ProcessEnv = process.env): void {
   env[SHARED_REGISTRY_ENV] = '1';
 }
 
+/** `open()`, or null when the file is not there (no peer has created it yet). */
+function nullWhenMissing<T>(open: () => T): T | null {
+  try {
+    return open();
+  } catch (error) {
+    if (error instanceof RegistryError && error.code === 'NOT_FOUND') return null;
+    throw error;
+  }
+}
+
 export class RegistrySegment implements SegmentPort {
   private readonly buffer = new Uint8Array(SEGMENT_SIZE);
   private closed = false;
@@ -116,14 +127,7 @@ export class RegistrySegment implements SegmentPort {
    *  devices`): `name` stands for the key in views and errors. Null when it is gone. */
   static observeFile(helper: RegistryHelper, path: string, name: string, access: RegistryAccess = registryAccess(), note: RegistryNote = stderrNote): RegistrySegment | null {
     const options: OpenOptions = { create: false, readonly: true, shared: access.shared };
-    try {
-      const opened = helper.open(path, options, path);
-      if (opened.tightened) note(`${path} could be written by other users; set it back to 0600 (registries are per user unless shared: --shared-registry)`);
-      return new RegistrySegment(helper, opened.handle, name, path, options, note, path);
-    } catch (error) {
-      if (error instanceof RegistryError && error.code === 'NOT_FOUND') return null;
-      throw error;
-    }
+    return nullWhenMissing(() => new RegistrySegment(helper, RegistrySegment.openFile(helper, path, path, options, note), name, path, options, note, path));
   }
 
   /** A joiner: creates the segment if it is missing (for every local user with `shared`). Throws
@@ -139,23 +143,13 @@ export class RegistrySegment implements SegmentPort {
   static openForObserve(helper: RegistryHelper, gpuKey: string, access: RegistryAccess = registryAccess(), note: RegistryNote = stderrNote): RegistrySegment | null {
     const path = segmentPath(helper, gpuKey);
     const options: OpenOptions = { create: false, readonly: true, shared: access.shared };
-    try {
-      return new RegistrySegment(helper, RegistrySegment.openFile(helper, segmentLabel(gpuKey, path), path, options, note), gpuKey, path, options, note);
-    } catch (error) {
-      if (error instanceof RegistryError && error.code === 'NOT_FOUND') return null;
-      throw error;
-    }
+    return nullWhenMissing(() => new RegistrySegment(helper, RegistrySegment.openFile(helper, segmentLabel(gpuKey, path), path, options, note), gpuKey, path, options, note));
   }
 
   private static openFile(helper: RegistryHelper, label: string, path: string, options: OpenOptions, note: RegistryNote): SegmentHandle {
     const opened = helper.open(path, options, label);
     if (opened.tightened) note(`${label} could be written by other users; set it back to 0600 (registries are per user unless shared: --shared-registry)`);
     return opened.handle;
-  }
-
-  /** Why the segment is broken now (its file shrank under the mapping); null while it is valid. */
-  get brokenReason(): string | null {
-    return this.broken?.message ?? null;
   }
 
   /** The decoded segment. The decoded slots are copies: they stay valid after the next read. */
@@ -199,7 +193,7 @@ export class RegistrySegment implements SegmentPort {
     try {
       return call(handle);
     } catch (error) {
-      if (!(error instanceof RegistryError) || error.code !== 'BROKEN') throw error;
+      if (!isBrokenRegistry(error)) throw error;
       this.helper.close(handle);
       this.handle = null;
       this.broken = statusError(HelperStatus.ERR_TRUNCATED, this.label, 0);
