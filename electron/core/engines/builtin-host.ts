@@ -278,7 +278,7 @@ async function main(argv: readonly string[]): Promise<void> {
     }
   }
 
-  const host = new Host({ alias: options.alias, modelPath: options.model }, afterStep, log, peersView, { gpuKey: options.registry?.gpuKey ?? null, unpacedBecause: () => unpacedBecause() });
+  const host = new Host({ alias: options.alias, modelPath: options.model }, afterStep, log, peersView, { gpuKey: options.registry?.gpuKey ?? null, unpacedBecause });
   // Its own queue says when it is idle: its window goes to the others 150 ms after the last request.
   knowRequests?.((): number => host.pendingRequests);
   // The secret comes in the environment (never argv, which any local user can read) and leaves it.

@@ -255,10 +255,7 @@ export class Host {
     /** Our device's registry peers (`/gpu/peers`); null when the engine did not join a registry. */
     private readonly peers: (() => GpuPeersView) | null,
     /** The registry asked for, and why the engine runs unpaced right now (null while paced). */
-    private readonly registry: { gpuKey: string | null; unpacedBecause: () => string | null } = {
-      gpuKey: null,
-      unpacedBecause: () => 'started without a GPU registry (no --gpu-key)',
-    },
+    private readonly registry: { gpuKey: string | null; unpacedBecause: () => string | null },
   ) {}
 
   /** Generation requests in flight or queued: what the engine's `active` flag follows

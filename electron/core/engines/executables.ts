@@ -15,8 +15,6 @@ import { homedir } from 'node:os';
 import { isAbsolute, join, posix, win32 } from 'node:path';
 import type { ExecutableProblem, ExecutableProblemCode } from '../planner/types.js';
 
-export type { ExecutableProblem, ExecutableProblemCode } from '../planner/types.js';
-
 export const EXECUTABLE_KINDS = ['llama-server', 'llamafile', 'ollama'] as const;
 export type ExecutableKind = (typeof EXECUTABLE_KINDS)[number];
 
@@ -155,11 +153,12 @@ export function findExecutables(options: FindOptions = {}): FoundExecutable[] {
   const found: FoundExecutable[] = [];
   const seen = new Set<string>();
   const consider = (path: string, kind: ExecutableKind | null, source: FoundExecutable['source']): void => {
-    if (fileProblem(path, files) !== null) return;
     let stat: Stats;
     let real: string;
     try {
+      // fileProblem's test, on the one stat also used below.
       stat = files.stat(path);
+      if (!stat.isFile() || !files.executable(path)) return;
       real = files === realFiles ? realpathSync(path) : path;
     } catch {
       return;
@@ -170,14 +169,18 @@ export function findExecutables(options: FindOptions = {}): FoundExecutable[] {
     found.push({ path, kind, source, sizeBytes: stat.size, mtimeMs: stat.mtimeMs });
   };
   const p = platform === 'win32' ? win32 : posix;
-  const pathDirs = (env['PATH'] ?? env['Path'] ?? '').split(platform === 'win32' ? ';' : ':').filter((dir) => dir !== '' && p.isAbsolute(dir));
-  for (const dir of pathDirs) for (const kind of EXECUTABLE_KINDS) for (const name of executableNames(kind, platform)) consider(p.join(dir, name), kind, 'PATH');
+  for (const dir of pathDirs(env, platform).filter((d) => p.isAbsolute(d))) for (const kind of EXECUTABLE_KINDS) for (const name of executableNames(kind, platform)) consider(p.join(dir, name), kind, 'PATH');
   for (const place of usualPlaces(platform, env, home)) {
     for (const kind of EXECUTABLE_KINDS) for (const name of executableNames(kind, platform)) consider(p.join(place.dir, name), kind, 'usual place');
     if (place.llamaCppBuild) consider(p.join(place.dir, platform === 'win32' ? 'server.exe' : 'server'), 'llama-server', 'usual place');
   }
   for (const path of options.added ?? []) consider(path, kindFromName(path, platform), 'added');
   return found;
+}
+
+/** The folders on PATH (`Path` on Windows), empty entries left out. */
+function pathDirs(env: NodeJS.ProcessEnv, platform: NodeJS.Platform): string[] {
+  return (env['PATH'] ?? env['Path'] ?? '').split(platform === 'win32' ? ';' : ':').filter((dir) => dir !== '');
 }
 
 /** The kind a file's name says, or null. */
@@ -221,7 +224,7 @@ export function readVersion(path: string, timeoutMs = VERSION_TIMEOUT_MS): Promi
 export function resolveCommand(command: string, env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform, files: FileFacts = realFiles): string {
   const p = platform === 'win32' ? win32 : posix;
   if (command.includes('/') || (platform === 'win32' && command.includes('\\'))) return command;
-  const dirs = (env['PATH'] ?? env['Path'] ?? '').split(platform === 'win32' ? ';' : ':').filter((dir) => dir !== '');
+  const dirs = pathDirs(env, platform);
   const names = platform === 'win32' && !/\.[a-z0-9]+$/i.test(command) ? [command, `${command}.exe`, `${command}.cmd`, `${command}.bat`] : [command];
   for (const dir of dirs) {
     for (const name of names) {

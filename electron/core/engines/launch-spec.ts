@@ -8,7 +8,7 @@ import { ModelFileError, modelPeak, type Estimator } from '../planner/estimate.j
 import { MiB, type Priority } from '../planner/policy.js';
 import { checkEngineExecutable } from './executables.js';
 import { effectiveWeight, type Profile } from './profiles.js';
-import type { LaunchSpec } from './supervisor.js';
+import { DEFAULT_EXECUTABLE, type LaunchSpec } from './supervisor.js';
 
 /** A command without a model file has no envelope to start from: this much until measured. */
 export { kvCacheTypeOf };
@@ -26,8 +26,6 @@ export interface SpecOverrides {
   estimator?: Estimator | undefined;
 }
 
-/** The executable each kind runs when its profile names none (found on PATH then). */
-export const DEFAULT_EXECUTABLE: Readonly<Record<Exclude<Profile['engineKind'], 'builtin' | 'command'>, string>> = { 'llama-server': 'llama-server', llamafile: 'llamafile', 'opencoti-llamafile': 'llamafile' };
 
 /** Whether the executable a profile runs exists and may be run (PATH as the engine will see it:
  *  the profile's own PATH when it sets one); null for the built-in engine and for one that may. */

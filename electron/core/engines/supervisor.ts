@@ -218,6 +218,9 @@ export const ENDED_KEEP_US = 10 * 60_000_000;
 
 const hasEnded = (state: EngineState): boolean => state === 'stopped' || state === 'exited' || state === 'crashed';
 
+/** The executable each kind runs when its profile names none (found on PATH then). */
+export const DEFAULT_EXECUTABLE: Readonly<Record<Exclude<EngineKind, 'builtin' | 'command'>, string>> = { 'llama-server': 'llama-server', llamafile: 'llamafile', 'opencoti-llamafile': 'llamafile' };
+
 /** The command line for a spec. Pure. `secret`: the engine's own, which its port will require
  *  (the built-in engine gets it in its environment, llama-server and llamafile as `--api-key`;
  *  a command engine's port is its own business and stays unprotected). */
@@ -255,17 +258,17 @@ export function commandFor(spec: LaunchSpec, deps: Pick<SupervisorDeps, 'launche
       // Its /metrics (with in-flight requests) tells activity; CPU time when it does not answer.
       // Started with an API key, its /metrics asks for it: `run` finds it on this command line.
       const args = [...model, '-c', String(spec.contextSize), '-ngl', String(spec.gpuLayers), '--metrics', ...apiKey, ...spec.args];
-      return { command: nodePath, args: paced(spec.command ?? 'llama-server', args, metricsUrlOf(spec)), env };
+      return { command: nodePath, args: paced(spec.command ?? DEFAULT_EXECUTABLE['llama-server'], args, metricsUrlOf(spec)), env };
     }
     case 'llamafile':
       // Its server is llama.cpp's: /metrics when the profile's args hold --metrics (not every
       // llamafile knows the flag, so it is not added); CPU time otherwise.
-      return { command: nodePath, args: paced(spec.command ?? 'llamafile', [...model, '-c', String(spec.contextSize), '-ngl', String(spec.gpuLayers), ...apiKey, ...spec.args], metricsUrlOf(spec)), env };
+      return { command: nodePath, args: paced(spec.command ?? DEFAULT_EXECUTABLE.llamafile, [...model, '-c', String(spec.contextSize), '-ngl', String(spec.gpuLayers), ...apiKey, ...spec.args], metricsUrlOf(spec)), env };
     case 'command':
       if (spec.command === null) throw new SupervisorError(`${spec.profileId}: a command engine needs a command`);
       return { command: nodePath, args: paced(spec.command, spec.args), env };
     case 'opencoti-llamafile':
-      return { command: spec.command ?? 'llamafile', args: [...model, '-c', String(spec.contextSize), '-ngl', String(spec.gpuLayers), '--gpu-share-weight', String(spec.weight), ...spec.args], env };
+      return { command: spec.command ?? DEFAULT_EXECUTABLE['opencoti-llamafile'], args: [...model, '-c', String(spec.contextSize), '-ngl', String(spec.gpuLayers), '--gpu-share-weight', String(spec.weight), ...spec.args], env };
   }
 }
 
