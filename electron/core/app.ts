@@ -44,13 +44,14 @@ import { launchSpecFor } from './engines/launch-spec.js';
 import { chooseLaunchDevice, pinningFor } from './engines/device-pinning.js';
 import { lookUpVulkanDevice } from './engines/vulkan-lookup.js';
 import { checkProfileEnv, DEFAULT_GPU_LAYERS, DEFAULT_WEIGHT_BY_PRIORITY, ProfileError, ProfileNameTakenError, ProfileNotFoundError, ProfileStore, type Profile as StoredProfile } from './engines/profiles.js';
-import { ExecutableCatalog } from './engines/executables.js';
+import { ExecutableCatalog, executableView } from './engines/executables.js';
 import { LocalAdditionsStore } from './engines/local-additions.js';
 import { localOnlyHowTo, remoteProfileProblem } from './engines/remote-profile.js';
 import { machineModelPlaces, namesModelFile, type FoundModel } from './models/local-models.js';
 import { ModelCatalog, type CatalogPeak } from './models/model-catalog.js';
 import { describeExecutableProblem, explainReason } from './planner/describe.js';
 import { describeModelProblem, inspectModelFile } from './planner/model-file.js';
+import { describeModelCheck } from './planner/model-problem.js';
 import { spawnEngineProcess } from './engines/spawn.js';
 import { removeEngineFile, residentFacts, writeEngineFile } from './engines/engine-files.js';
 import { CrashLoopError, Supervisor, SupervisorError, type EngineStatus, type LaunchSpec, type SupervisorEvent } from './engines/supervisor.js';
@@ -73,7 +74,7 @@ import { buildPeersView, type AlivePeer, type GpuPeersView } from './registry/vi
 import { discoverTelemetry } from './telemetry/discovery.js';
 import { engineTreesOf } from './telemetry/engine-trees.js';
 import { TelemetrySampler } from './telemetry/sampler.js';
-import { isStale, type DeviceSample, type TelemetryProvider } from './telemetry/types.js';
+import type { DeviceSample, TelemetryProvider } from './telemetry/types.js';
 
 /** State pushes per second to subscribers (the timeline draws from them). */
 const STATE_INTERVAL_MS = 250;
@@ -106,7 +107,7 @@ export async function startCore(options: CoreOptions): Promise<Core> {
 async function checkModelFile(modelPath: string | null): Promise<void> {
   if (modelPath === null) return; // a command engine without a model file
   const check = await inspectModelFile(modelPath);
-  if (!check.ok) throw badField('modelPath', `${modelPath}: ${describeModelProblem(check.problem)}${check.detail === undefined ? '' : ` (${check.detail})`}`);
+  if (!check.ok) throw badField('modelPath', `${modelPath}: ${describeModelCheck(check.problem, check.detail)}`);
 }
 
 /** Core errors → the contract's codes (what the caller does next). */
@@ -412,7 +413,7 @@ class GpuShareCore implements Core {
     // Only model files: the path comes from a form, and nothing else is opened or described.
     if (!namesModelFile(modelPath)) throw badField('modelPath', 'must name a .gguf model file (or a blob of Ollama\'s store)');
     const check = await inspectModelFile(modelPath);
-    if (!check.ok) throw badField('modelPath', `${describeModelProblem(check.problem)}${check.detail === undefined ? '' : ` (${check.detail})`}`);
+    if (!check.ok) throw badField('modelPath', describeModelCheck(check.problem, check.detail));
     const contextSize = options.contextSize ?? defaultContextSize(check.facts.trainContextSize);
     const kvCacheType = options.kvCacheType ?? 'f16';
     const peak = await this.guard(() => modelPeak(this.envelopes, modelPath, { contextSize, gpuLayers: DEFAULT_GPU_LAYERS, engineKind: 'builtin' }, kvCacheType, this.estimator));
@@ -470,7 +471,7 @@ class GpuShareCore implements Core {
   }
 
   async listExecutables(): Promise<ExecutableView[]> {
-    return (await this.executables.list()).map(({ path, kind, source, version }) => ({ path, kind, source, version }));
+    return (await this.executables.list()).map(executableView);
   }
 
   async listLocalModels(): Promise<LocalModelList> {
@@ -612,7 +613,7 @@ class GpuShareCore implements Core {
     const nowUs = this.clock.wallUs();
     const devices = keys.map((key) => {
       const sample = this.sampler.latest(key);
-      const fresh = sample !== null && !isStale(sample, nowUs, this.policy.staleAfterUs) && sample.health !== 'FAILED';
+      const fresh = sample !== null && !this.sampler.isStale(sample, nowUs) && sample.health !== 'FAILED';
       const engines = this.supervisor.list().filter((e) => e.gpuKey === key && (e.state === 'running' || e.state === 'loading'));
       return { key, freeBytes: fresh ? this.vramView(sample, engines, []).freeBytes : null };
     });
@@ -881,7 +882,7 @@ class GpuShareCore implements Core {
 
   private deviceView(key: string, nowUs: number, peers: readonly AlivePeer[]): DeviceView {
     const sample = this.sampler.latest(key);
-    const fresh = sample !== null && !isStale(sample, nowUs, this.policy.staleAfterUs);
+    const fresh = sample !== null && !this.sampler.isStale(sample, nowUs);
     const engines = this.supervisor.list().filter((e) => e.gpuKey === key && (e.state === 'running' || e.state === 'loading'));
     const rows: PeerRow[] = peers.map((peer) => {
       const engine = engines.find((e) => e.pid === peer.record.pid || e.pid === peer.record.ownerPid);

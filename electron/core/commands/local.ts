@@ -6,7 +6,7 @@
 import { resolve } from 'node:path';
 import { formatBytes } from '../planner/describe.js';
 import { inspectModelFile } from '../planner/model-file.js';
-import { fileProblem, ExecutableCatalog } from '../engines/executables.js';
+import { executableView, fileProblem, ExecutableCatalog } from '../engines/executables.js';
 import { LocalAdditionsError, LocalAdditionsStore } from '../engines/local-additions.js';
 import { machineModelPlaces } from '../models/local-models.js';
 import { ModelCatalog } from '../models/model-catalog.js';
@@ -45,7 +45,7 @@ export async function runExecutables(options: ExecutablesOptions, io: CommandIo)
   if (store.loadProblem !== null) io.err(`gpu-share: ${store.loadProblem}`);
   const list = await new ExecutableCatalog({ added: () => store.get().executables }).list();
   if (options.json) {
-    io.out(JSON.stringify(list.map(({ path, kind, source, version }) => ({ path, kind, source, version }))));
+    io.out(JSON.stringify(list.map(executableView)));
     return 0;
   }
   if (list.length === 0) io.out('no engine executables found (llama-server, llamafile, ollama); add one with gpu-share executables --add PATH');

@@ -13,6 +13,7 @@ import { execFile } from 'node:child_process';
 import { accessSync, constants as fsConstants, readdirSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join, posix, win32 } from 'node:path';
+import type { ExecutableView } from '../contract.js';
 import type { ExecutableProblem, ExecutableProblemCode } from '../planner/types.js';
 
 export const EXECUTABLE_KINDS = ['llama-server', 'llamafile', 'ollama'] as const;
@@ -248,6 +249,11 @@ export function checkEngineExecutable(command: string, env: NodeJS.ProcessEnv = 
 export interface ExecutableEntry extends FoundExecutable {
   /** The first line of `--version` that names one; null when it printed none (or did not run). */
   version: string | null;
+}
+
+/** What the API and the CLI show of one (its path, kind, where it was found, its version). */
+export function executableView({ path, kind, source, version }: ExecutableEntry): ExecutableView {
+  return { path, kind, source, version };
 }
 
 /** The executables with their versions, each version read once per file. */

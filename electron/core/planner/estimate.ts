@@ -10,7 +10,8 @@ import type { SpawnRequest, SpawnedProcess } from '../engines/supervisor.js';
 import { KV_CACHE_GGML_TYPE, type KvCacheType } from '../contract.js';
 import { modelIdentity, type EnvelopeKey, type EnvelopeStore } from './envelopes.js';
 import type { PeakParts } from './memory.js';
-import { describeModelProblem, inspectModelFile, type ModelProblem } from './model-file.js';
+import { inspectModelFile, type ModelProblem } from './model-file.js';
+import { describeModelCheck } from './model-problem.js';
 
 export interface GgufEstimate {
   peakBytes: number;
@@ -46,7 +47,7 @@ export class ModelFileError extends Error {
     /** Which count or field was wrong (fixed words and figures), for the API's answer. */
     readonly detail?: string,
   ) {
-    super(`${file}: ${describeModelProblem(problem)}${detail === undefined ? '' : ` (${detail})`}`);
+    super(`${file}: ${describeModelCheck(problem, detail)}`);
     this.name = 'ModelFileError';
   }
 }

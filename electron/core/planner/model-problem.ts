@@ -16,6 +16,11 @@ export interface ModelProblem {
   neededBytes?: number;
 }
 
+/** A model problem in words, with the count or field that was wrong when one is known. */
+export function describeModelCheck(problem: Parameters<typeof describeModelProblem>[0], detail?: string): string {
+  return `${describeModelProblem(problem)}${detail === undefined ? '' : ` (${detail})`}`;
+}
+
 /** A model problem in words (no file contents, only what is wrong). */
 export function describeModelProblem(problem: { code: ModelProblemCode; fileBytes?: number | undefined; neededBytes?: number | undefined }): string {
   switch (problem.code) {
