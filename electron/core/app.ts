@@ -64,7 +64,7 @@ import { childEstimator, modelPeak } from './planner/estimate.js';
 import { memoryNeeds } from './planner/memory.js';
 import { PlanHistory } from './planner/history.js';
 import { LeaseBook } from './planner/leases.js';
-import { DEFAULT_POLICY, dynamicReserveBytes, policyByRevision, POLICY_REVISIONS, switchRevision, type PlannerPolicy } from './planner/policy.js';
+import { DEFAULT_POLICY, dynamicReserveBytes, KNOWN_REVISIONS_TEXT, POLICY_REVISIONS, revisionNamed, switchRevision, type PlannerPolicy } from './planner/policy.js';
 import { PressureTracker } from './planner/pressure.js';
 import { snapshotFromSample, usedFraction } from './planner/snapshot.js';
 import type { OperatorControls, PlacementPlan } from './planner/types.js';
@@ -174,8 +174,8 @@ class GpuShareCore implements Core {
     this.currentPolicy = options.policy ?? DEFAULT_POLICY;
     const chosen = options.settings.get().policyRevision;
     if (chosen !== undefined) {
-      const known = POLICY_REVISIONS.find((p) => p.revision === chosen);
-      if (known === undefined) log(`policy: the settings name revision ${JSON.stringify(chosen)}, which this build does not know (it knows ${POLICY_REVISIONS.map((p) => p.revision).join(', ')}); using ${this.currentPolicy.revision}`);
+      const known = revisionNamed(chosen);
+      if (known === undefined) log(`policy: the settings name revision ${JSON.stringify(chosen)}, which this build does not know (it knows ${KNOWN_REVISIONS_TEXT}); using ${this.currentPolicy.revision}`);
       else this.currentPolicy = switchRevision(this.currentPolicy, known);
     }
     this.history = new PlanHistory(this.policy.historySize);
@@ -434,18 +434,19 @@ class GpuShareCore implements Core {
 
   async setPolicy(patch: PolicyPatch): Promise<PolicyView> {
     const next: Parameters<typeof this.settings.update>[0] = {};
+    let known: PlannerPolicy | undefined;
     if (patch.revision !== undefined) {
-      const known = POLICY_REVISIONS.find((p) => p.revision === patch.revision);
-      if (known === undefined) throw badField('revision', `this build knows the revisions ${POLICY_REVISIONS.map((p) => p.revision).join(', ')}, not ${JSON.stringify(patch.revision)}`);
+      known = revisionNamed(patch.revision);
+      if (known === undefined) throw badField('revision', `this build knows the revisions ${KNOWN_REVISIONS_TEXT}, not ${JSON.stringify(patch.revision)}`);
       next.policyRevision = known.revision;
     }
     if (patch.labPaused !== undefined) next.labPaused = patch.labPaused;
     if (patch.draining !== undefined) next.draining = patch.draining;
     if (patch.idleUnloadMinutes !== undefined) next.idleUnloadMinutes = patch.idleUnloadMinutes;
     this.settings.update(next);
-    if (patch.revision !== undefined) {
+    if (known !== undefined) {
       const before = this.currentPolicy.revision;
-      this.currentPolicy = switchRevision(this.currentPolicy, policyByRevision(patch.revision) ?? this.currentPolicy);
+      this.currentPolicy = switchRevision(this.currentPolicy, known);
       // Every plan from now on carries the new revision (the plan history shows the switch).
       if (before !== this.currentPolicy.revision) this.log(`policy: revision ${before} → ${this.currentPolicy.revision}`);
     }

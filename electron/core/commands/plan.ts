@@ -21,7 +21,7 @@ import { ModelFileError, modelPeak, type ModelPeak } from '../planner/estimate.j
 import { inspectModelFile, type ModelProblem } from '../planner/model-file.js';
 import { defaultContextSize, PLAN_INPUTS_PATH, type PlanInputs } from '../contract.js';
 import { plan } from '../planner/plan.js';
-import { DEFAULT_POLICY, policyByRevision, POLICY_REVISIONS, type PlannerPolicy, type Priority } from '../planner/policy.js';
+import { DEFAULT_POLICY, KNOWN_REVISIONS_TEXT, policyByRevision, revisionNamed, type PlannerPolicy, type Priority } from '../planner/policy.js';
 import { PressureTracker } from '../planner/pressure.js';
 import { DEFAULT_CONTROLS, snapshotFromSample, usedFraction } from '../planner/snapshot.js';
 import { PlannerInputError, type OperatorControls, type PlacementPlan, type PlannerSnapshot, type PlanInputsSource, type PlanRequest } from '../planner/types.js';
@@ -246,8 +246,8 @@ export async function runPlan(options: PlanOptions, io: CommandIo, clock: Clock)
 function planFromFiles(request: PlanRequest, options: PlanOptions, settings: FolderSettings, why: string, clock: Clock): { plan: PlacementPlan; reason: string } {
   let policy: PlannerPolicy = DEFAULT_POLICY;
   if (settings.policyRevision !== null) {
-    const known = POLICY_REVISIONS.find((p) => p.revision === settings.policyRevision);
-    if (known === undefined) throw new PlanCommandError(`${join(options.dataDir, 'settings.json')}: policyRevision ${JSON.stringify(settings.policyRevision)} is not a revision this build knows (${POLICY_REVISIONS.map((p) => p.revision).join(', ')})`);
+    const known = revisionNamed(settings.policyRevision);
+    if (known === undefined) throw new PlanCommandError(`${join(options.dataDir, 'settings.json')}: policyRevision ${JSON.stringify(settings.policyRevision)} is not a revision this build knows (${KNOWN_REVISIONS_TEXT})`);
     policy = known;
   }
   const { provider, reason } = discoverTelemetry({ simFile: options.simFile, wallUs: () => clock.wallUs() });

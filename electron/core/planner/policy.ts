@@ -85,9 +85,17 @@ export const DEFAULT_POLICY = POLICY_M10_V1;
  * (`+queue.maxDepth=N`, withQueueDepth) when it carries one. null for a name this build does not
  * know (a newer build's revision, a typo): the caller says so rather than guess its numbers.
  */
+/** A revision this build knows, by its plain name (no override); undefined otherwise. */
+export function revisionNamed(name: string): PlannerPolicy | undefined {
+  return POLICY_REVISIONS.find((p) => p.revision === name);
+}
+
+/** The revisions this build knows, for messages. */
+export const KNOWN_REVISIONS_TEXT = POLICY_REVISIONS.map((p) => p.revision).join(', ');
+
 export function policyByRevision(revision: string): PlannerPolicy | null {
   const match = /^(.*?)(?:\+queue\.maxDepth=(\d{1,9}))?$/.exec(revision);
-  const base = POLICY_REVISIONS.find((p) => p.revision === match?.[1]);
+  const base = match?.[1] === undefined ? undefined : revisionNamed(match[1]);
   if (base === undefined || match === null) return null;
   if (match[2] === undefined) return base;
   const depth = Number(match[2]);
