@@ -189,7 +189,7 @@ async function walkFolder(place: ModelPlace, dir: string, below: string[], depth
 export function namesModelFile(path: string): boolean {
   const parts = path.split(/[\\/]/);
   const base = parts.at(-1) ?? '';
-  return base.toLowerCase().endsWith('.gguf') || (parts.at(-2) === 'blobs' && /^sha256[-:][0-9a-f]{64}$/.test(base));
+  return base.toLowerCase().endsWith('.gguf') || (parts.at(-2) === 'blobs' && DIGEST_RE.test(base));
 }
 
 /** A GGUF model's file name: `.gguf`, not a multimodal projector, not a later part of a split. */

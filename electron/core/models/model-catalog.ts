@@ -10,7 +10,7 @@
 import { defaultContextSize, type LocalModelFit, type LocalModelList, type LocalModelView } from '../contract.js';
 import { describeModelProblem, type ModelFileCheck } from '../planner/model-file.js';
 import type { PeakParts } from '../planner/memory.js';
-import { quantizationName, scanModels, type FoundModel, type ModelPlace, type ModelScan } from './local-models.js';
+import { quantizationName, scanModels, type FoundModel, type ModelPlace } from './local-models.js';
 
 export interface CatalogPeak {
   modelKey: string;
@@ -23,17 +23,14 @@ export interface ModelCatalogDeps {
   places(): ModelPlace[];
   /** The model-file reader (header only, bounded). */
   inspect(path: string): Promise<ModelFileCheck>;
-  /** The model's peak at a context (a measured envelope, else the GGUF estimate), keeping the
-   *  estimator loaded between calls; `release` lets it go at the end of a call. */
+  /** The model's peak at a context (a measured envelope, else the GGUF estimate). */
   peak?: (path: string, contextSize: number) => Promise<CatalogPeak>;
-  release?: () => Promise<void>;
   /** The planner's verdict for a model with this peak now (absent with `peak`: no fits, as in
    *  the CLI's list, which plans nothing). */
   fit?: (model: FoundModel, peak: CatalogPeak, contextSize: number) => LocalModelFit;
   nowMs(): number;
   /** How long a call may spend reading headers (the walk itself is not cut short). */
   budgetMs: number;
-  scan?: (places: ModelPlace[]) => Promise<ModelScan>;
 }
 
 type Facts = { ok: true; quantization: string | null; trainContextSize: number | null; architecture: string } | { ok: false; problem: string };
@@ -51,7 +48,7 @@ export class ModelCatalog {
 
   async list(): Promise<LocalModelList> {
     const started = this.deps.nowMs();
-    const scan = await (this.deps.scan ?? scanModels)(this.deps.places());
+    const scan = await scanModels(this.deps.places());
     const deadline = Math.max(this.deps.nowMs(), started) + this.deps.budgetMs;
     const views: LocalModelView[] = [];
     let pending = 0;
@@ -104,7 +101,6 @@ export class ModelCatalog {
           this.remember(this.peaks, model.key, await estimate(model.path, model.contextSize).catch(() => null));
         }
       } finally {
-        await this.deps.release?.().catch(() => undefined);
         this.estimating = null;
       }
     })();

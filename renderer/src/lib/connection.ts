@@ -1,4 +1,5 @@
 /** The event stream's state as the top bar shows it, and the reconnect schedule. */
+import { tokenFromFragment } from './token.js';
 
 /** `refused`: the server answered but refused the token (it was changed, or the address is another
  *  server's): retrying cannot help, the user must open the address with the current token. */
@@ -52,7 +53,7 @@ export function parsePastedAddress(text: string): PastedAddress {
     return { ok: false, message: 'that is not an address: paste the whole line gpu-share serve printed, starting with http://' };
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return { ok: false, message: `an address starting with ${url.protocol} is not GPU Share's: it starts with http://` };
-  const token = new URLSearchParams(url.hash.slice(1)).get('token')?.trim() ?? '';
-  if (token === '') return { ok: false, message: 'this address has no token: the one gpu-share serve printed ends with #token=…' };
+  const token = tokenFromFragment(url.hash);
+  if (token === null) return { ok: false, message: 'this address has no token: the one gpu-share serve printed ends with #token=…' };
   return { ok: true, origin: url.origin, token };
 }
