@@ -41,10 +41,12 @@ export const isWeightKey = (key: string): key is WeightKey => WEIGHT_KEYS.includ
 /** One arrow press: ×1.1 or ÷1.1, fine enough to set 2:1 against 1.9:1 from the keyboard. */
 export const ARROW_FACTOR = 1.1;
 
+/** A weight held to the slider's range. */
+const clampSlider = (w: number): number => Math.min(SLIDER_MAX_WEIGHT, Math.max(SLIDER_MIN_WEIGHT, w));
+
 /** `weight × factor` at two significant figures, always a different value than `weight` (at 1.0
  *  and below the rounding alone could give the same number back), within the slider's range. */
 function scaleWeight(weight: number, factor: number): number {
-  const clampSlider = (w: number): number => Math.min(SLIDER_MAX_WEIGHT, Math.max(SLIDER_MIN_WEIGHT, w));
   const scaled = clampSlider(roundWeight(weight * factor));
   if (scaled !== weight || scaled === SLIDER_MAX_WEIGHT || scaled === SLIDER_MIN_WEIGHT) return scaled;
   // The last significant figure's unit, one step further in the same direction.
@@ -57,7 +59,7 @@ function scaleWeight(weight: number, factor: number): number {
  * keys double or halve, Home/End go to the slider's ends. Always within 0.01–100.
  */
 export function stepWeight(current: number, key: WeightKey): number {
-  const value = Number.isFinite(current) && current > 0 ? Math.min(SLIDER_MAX_WEIGHT, Math.max(SLIDER_MIN_WEIGHT, current)) : 1;
+  const value = Number.isFinite(current) && current > 0 ? clampSlider(current) : 1;
   switch (key) {
     case 'ArrowUp':
     case 'ArrowRight':
