@@ -8,10 +8,10 @@
  * at most 1 MiB; one that is not usable is named with why, and the additions are then empty
  * (nothing is written over it).
  */
-import { closeSync, constants as fsConstants, fstatSync, mkdirSync, openSync, readSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import * as v from 'valibot';
-import { parseJsonFile } from '../data-files.js';
+import { DataFileError, jsonProblem, parseJsonFile, readDataFile, writeDataFile } from '../data-files.js';
 import { examine, got, pathText, strictRecord } from '../schema.js';
 
 export const LOCAL_ADDITIONS_FILE = 'local.json';
@@ -88,13 +88,11 @@ export class LocalAdditionsStore {
   private commit(next: LocalAdditions): void {
     if (this.loadProblem !== null) throw new LocalAdditionsError(`${this.loadProblem}; fix or remove it first`);
     mkdirSync(this.dataDir, { recursive: true, mode: 0o700 });
-    const temp = `${this.file}.${process.pid}.tmp`;
     try {
-      writeFileSync(temp, `${JSON.stringify({ version: 1, ...next }, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
-      renameSync(temp, this.file);
+      writeDataFile(this.file, `${JSON.stringify({ version: 1, ...next }, null, 2)}\n`);
     } catch (error) {
-      rmSync(temp, { force: true });
-      throw new LocalAdditionsError(`${this.file}: could not be written (${(error as NodeJS.ErrnoException).code ?? String(error)}); it is unchanged`);
+      if (error instanceof DataFileError) throw new LocalAdditionsError(error.message);
+      throw error;
     }
     this.additions = next;
   }
@@ -110,30 +108,21 @@ type Read = { ok: true; value: LocalAdditions } | { ok: false; problem: string }
 
 /** The file's additions; a missing file is none. Never follows a link or waits on a FIFO. */
 export function readAdditions(file: string): Read {
-  let fd: number;
+  let text: string | null;
   try {
-    fd = openSync(file, fsConstants.O_RDONLY | (fsConstants.O_NOFOLLOW ?? 0) | (fsConstants.O_NONBLOCK ?? 0));
+    text = readDataFile(file, FILE_MAX_BYTES);
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') return { ok: true, value: { executables: [], modelFolders: [] } };
-    return { ok: false, problem: `${file}: cannot be opened (${code === 'ELOOP' ? 'it is a symbolic link' : (code ?? 'error')})` };
+    if (error instanceof DataFileError) return { ok: false, problem: error.message };
+    throw error;
   }
+  if (text === null) return { ok: true, value: { executables: [], modelFolders: [] } };
+  let parsed: unknown;
   try {
-    const stat = fstatSync(fd);
-    if (!stat.isFile()) return { ok: false, problem: `${file}: not a regular file` };
-    if (stat.size > FILE_MAX_BYTES) return { ok: false, problem: `${file}: ${stat.size} bytes, more than ${FILE_MAX_BYTES}` };
-    const buffer = Buffer.alloc(stat.size);
-    const read = readSync(fd, buffer, 0, stat.size, 0);
-    let parsed: unknown;
-    try {
-      parsed = parseJsonFile(buffer.subarray(0, read).toString('utf8'));
-    } catch {
-      return { ok: false, problem: `${file}: not valid JSON` };
-    }
-    const checked = examine(DOCUMENT, parsed);
-    if (!checked.ok) return { ok: false, problem: `${file}: ${pathText('', checked.problem.keys) || 'the document'}: ${checked.problem.message}` };
-    return { ok: true, value: { executables: checked.value.executables, modelFolders: checked.value.modelFolders } };
-  } finally {
-    closeSync(fd);
+    parsed = parseJsonFile(text);
+  } catch (error) {
+    return { ok: false, problem: `${file} ${jsonProblem(error)}` };
   }
+  const checked = examine(DOCUMENT, parsed);
+  if (!checked.ok) return { ok: false, problem: `${file}: ${pathText('', checked.problem.keys) || 'the document'}: ${checked.problem.message}` };
+  return { ok: true, value: { executables: checked.value.executables, modelFolders: checked.value.modelFolders } };
 }
