@@ -416,7 +416,7 @@ class GpuShareCore implements Core {
     if (!check.ok) throw badField('modelPath', describeModelCheck(check.problem, check.detail));
     const contextSize = options.contextSize ?? defaultContextSize(check.facts.trainContextSize);
     const kvCacheType = options.kvCacheType ?? 'f16';
-    const peak = await this.guard(() => modelPeak(this.envelopes, modelPath, { contextSize, gpuLayers: DEFAULT_GPU_LAYERS, engineKind: 'builtin' }, kvCacheType, this.estimator));
+    const peak = await this.guard(() => modelPeak(this.envelopes, modelPath, { contextSize, gpuLayers: DEFAULT_GPU_LAYERS, engineKind: 'builtin' }, kvCacheType, this.estimator, check.facts));
     return {
       modelPath,
       fileBytes: check.facts.fileBytes,

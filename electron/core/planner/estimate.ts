@@ -303,10 +303,11 @@ export interface ModelPeak {
 }
 
 /** A model's peak for planning: its envelope's measurement when there is one, otherwise the GGUF
- *  estimate, made in a child process (childEstimator). */
-export async function modelPeak(envelopes: EnvelopeStore, modelPath: string, key: Omit<EnvelopeKey, 'modelKey'>, kvCacheType?: KvCacheType, estimator?: Estimator): Promise<ModelPeak> {
+ *  estimate, made in a child process (childEstimator). `checked`: the caller's own check of the
+ *  file a moment ago (inspectModelFile, its header walked once), so it is not read again. */
+export async function modelPeak(envelopes: EnvelopeStore, modelPath: string, key: Omit<EnvelopeKey, 'modelKey'>, kvCacheType?: KvCacheType, estimator?: Estimator, checked?: { trainContextSize: number | null }): Promise<ModelPeak> {
   // A file that changed since it was measured (truncated by a failed copy) is checked anew.
-  const { trainContextSize } = await requireUsableModel(modelPath);
+  const { trainContextSize } = checked ?? (await requireUsableModel(modelPath));
   const { modelKey, sizeBytes } = modelIdentity(modelPath);
   const measured = kvCacheType === undefined || kvCacheType === 'f16' ? envelopes.get({ ...key, modelKey }) : undefined;
   if (measured !== undefined) return { modelKey, sizeBytes, peakBytes: measured.peakBytes, peakSource: 'MEASURED', estimate: null, parts: null, trainContextSize };
