@@ -9,6 +9,7 @@ import { closeSync, constants as fsConstants, fsyncSync, openSync, readFileSync,
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { DataFileError, readDataFile } from './data-files.js';
+import { linuxProcessStartTicks } from '../../native/process-tree-linux.js';
 import { processExists } from './entry-point.js';
 
 export const LOCK_NAME = 'server.lock';
@@ -46,14 +47,6 @@ function readProc(path: string): string | null {
 
 const bootId = (): string | null => readProc('/proc/sys/kernel/random/boot_id')?.trim() ?? null;
 
-/** Field 22 of /proc/<pid>/stat (after the parenthesised name, which may hold spaces). */
-function procStart(pid: number | 'self'): number | null {
-  const stat = readProc(`/proc/${pid}/stat`);
-  if (stat === null) return null;
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const value = Number(fields[19]);
-  return Number.isFinite(value) ? value : null;
-}
 
 
 /** Why the holder is gone, or null when it may still run (or cannot be told from here). */
@@ -81,7 +74,7 @@ const O_NOFOLLOW = fsConstants.O_NOFOLLOW ?? 0;
 /** Takes the data folder's lock for `what` (`serve`, `app`), or throws a DataLockError naming the holder. */
 export function acquireDataLock(dataDir: string, what: string): DataLock {
   const file = join(dataDir, LOCK_NAME);
-  const me: LockHolder = { pid: process.pid, what, host: hostname(), startedAt: new Date(Date.now() - process.uptime() * 1000).toISOString(), bootId: bootId(), procStart: procStart('self') };
+  const me: LockHolder = { pid: process.pid, what, host: hostname(), startedAt: new Date(Date.now() - process.uptime() * 1000).toISOString(), bootId: bootId(), procStart: linuxProcessStartTicks(process.pid) };
   let tookOver: string | null = null;
   for (let attempt = 0; attempt < 5; attempt++) {
     let fd: number;
@@ -109,7 +102,7 @@ export function acquireDataLock(dataDir: string, what: string): DataLock {
         rmSync(file, { force: true });
         continue;
       }
-      const gone = holderGone(holder, { host: me.host, bootId: me.bootId, procStartOf: procStart, alive: processExists });
+      const gone = holderGone(holder, { host: me.host, bootId: me.bootId, procStartOf: linuxProcessStartTicks, alive: processExists });
       if (gone === null) {
         const elsewhere = holder.host === me.host ? '' : `; if that server is gone, remove ${file}`;
         throw new DataLockError(`data folder ${dataDir} is in use by ${holder.what} (pid ${holder.pid} on ${holder.host}, started ${holder.startedAt}): one server per data folder; stop it, or use another --data-dir${elsewhere}`);
