@@ -14,8 +14,7 @@ import { DEFAULT_API_PORT, type Verdict } from './core/contract.js';
 import { defaultDataDir, rendererDir } from './core/paths.js';
 import { openNodeSettings } from './core/settings.js';
 import { setupIpc } from './shell/ipc.js';
-import { checkDataDir, tidyDataDir } from './core/data-files.js';
-import { acquireDataLock } from './core/data-lock.js';
+import { openDataDir } from './core/data-lock.js';
 import { createShellExtras } from './shell/shell-extras.js';
 import { setupTray } from './shell/tray.js';
 import { createAppSpawn } from './shell/utility-spawn.js';
@@ -113,12 +112,8 @@ function setupQuit(close: () => Promise<void>, beforeClose: () => void): void {
 async function start(): Promise<void> {
   const onVisibility = setupDock();
   const dataDir = defaultDataDir();
-  // Ours (created 0700; another user's refused), and held: one server per data folder.
-  const folder = checkDataDir(dataDir, { create: true });
-  if (folder.tightened !== null) log(folder.tightened);
-  const lock = acquireDataLock(dataDir, 'app');
-  if (lock.tookOver !== null) log(lock.tookOver);
-  tidyDataDir(dataDir);
+  // Ours (created 0700; another user's refused), held (one server per data folder), and tidied.
+  openDataDir(dataDir, 'app', log); // held for as long as the app runs
   // The same file as `gpu-share serve`, through conf as there (electron-store would add an IPC
   // listener of its own, outside the contract, that hands any page the userData path).
   const settings = openNodeSettings(dataDir, DEFAULT_API_PORT, (line) => process.stderr.write(`${line}\n`));

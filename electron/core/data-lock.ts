@@ -8,7 +8,7 @@
 import { closeSync, constants as fsConstants, fsyncSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { DataFileError, readDataFile } from './data-files.js';
+import { DataFileError, checkDataDir, readDataFile, tidyDataDir } from './data-files.js';
 import { linuxProcessStartTicks } from '../../native/process-tree-linux.js';
 import { processExists } from './entry-point.js';
 
@@ -134,4 +134,26 @@ export function acquireDataLock(dataDir: string, what: string): DataLock {
     return { file, tookOver, release };
   }
   throw new DataLockError(`data folder lock ${file}: could not be taken (it kept changing)`);
+}
+
+/**
+ * The data folder as a server opens it: ours (created 0700; another user's refused; ours open to
+ * others made private), held (one server per folder), and tidied (temporary files a crash left,
+ * files readable by others). Each thing done is said in one line. Throws as checkDataDir and
+ * acquireDataLock do.
+ */
+export function openDataDir(dataDir: string, what: string, say: (line: string) => void): DataLock {
+  const folder = checkDataDir(dataDir, { create: true });
+  if (folder.tightened !== null) say(folder.tightened);
+  const lock = acquireDataLock(dataDir, what);
+  try {
+    if (lock.tookOver !== null) say(lock.tookOver);
+    const tidied = tidyDataDir(dataDir);
+    if (tidied.removedTemps.length > 0) say(`data: removed ${tidied.removedTemps.length} temporary file(s) left by an earlier crash`);
+    if (tidied.tightened.length > 0) say(`data: made ${tidied.tightened.join(', ')} readable by this user only`);
+  } catch (error) {
+    lock.release();
+    throw error;
+  }
+  return lock;
 }

@@ -8,8 +8,8 @@
  */
 import { createServer as createNetServer } from 'node:net';
 import { join } from 'node:path';
-import { checkDataDir, readDataFile, tidyDataDir } from '../data-files.js';
-import { acquireDataLock } from '../data-lock.js';
+import { readDataFile } from '../data-files.js';
+import { openDataDir } from '../data-lock.js';
 import type { RegistryHelper } from '../../../native/helper.js';
 import type { CoreLaunchers } from '../app-types.js';
 import { startCore } from '../app.js';
@@ -61,13 +61,8 @@ export async function runServe(options: ServeOptions, io: CommandIo, helper: Reg
     io.err(busyPort(port));
     return 1;
   }
-  // Ours (created 0700; another user's refused; ours open to others made private), then held:
-  // one server per data folder.
-  const folder = checkDataDir(options.dataDir, { create: true });
-  if (folder.tightened !== null) io.err(folder.tightened);
-  const lock = acquireDataLock(options.dataDir, 'serve');
+  const lock = openDataDir(options.dataDir, 'serve', (line) => io.err(line));
   try {
-    if (lock.tookOver !== null) io.err(lock.tookOver);
     return await serveHolding(options, io, helper, port);
   } finally {
     lock.release();
@@ -75,10 +70,6 @@ export async function runServe(options: ServeOptions, io: CommandIo, helper: Reg
 }
 
 async function serveHolding(options: ServeOptions, io: CommandIo, helper: RegistryHelper, port: number): Promise<number> {
-  // What a crash left behind (temporary files), and files readable by others: fixed first.
-  const tidied = tidyDataDir(options.dataDir);
-  if (tidied.removedTemps.length > 0) io.err(`data: removed ${tidied.removedTemps.length} temporary file(s) left by an earlier crash`);
-  if (tidied.tightened.length > 0) io.err(`data: made ${tidied.tightened.join(', ')} readable by this user only`);
   const settings = openNodeSettings(options.dataDir, DEFAULT_API_PORT, (line) => io.err(line));
   if (settings.loadProblem) io.err(settings.loadProblem.message);
   const signals = stopSignals(() => io.err('gpu-share: stopping… (engines get 10 s to stop)'));
