@@ -624,8 +624,8 @@ class GpuShareCore implements Core {
   /** A profile made or changed over HTTP may only pick an executable found on this machine (or
    *  added on it) and may not set loader environment; command profiles are local only. */
   private checkRemote(current: StoredProfile | null, next: StoredProfile): void {
-    const known = new Set(this.executables.found().map((entry) => entry.path));
-    const problem = remoteProfileProblem(current, next, known);
+    // Looked up only when the profile names a command it did not have (the catalog's isKnown).
+    const problem = remoteProfileProblem(current, next, { has: (path) => this.executables.isKnown(path) });
     if (problem !== null) throw new ApiError('FORBIDDEN', `${problem.field}: ${problem.message}; ${localOnlyHowTo(this.dataDir)}`, { field: problem.field });
   }
 

@@ -42,7 +42,7 @@ export interface RemoteProblem {
  * Why a profile made (`current` null) or changed over HTTP may not be stored, or null when it may.
  * `known`: the paths of the engine executables found on this machine or added locally.
  */
-export function remoteProfileProblem(current: Profile | null, next: Profile, known: ReadonlySet<string>): RemoteProblem | null {
+export function remoteProfileProblem(current: Profile | null, next: Profile, known: Pick<ReadonlySet<string>, 'has'>): RemoteProblem | null {
   if (next.engineKind === 'command' || current?.engineKind === 'command') {
     return {
       field: 'engineKind',
