@@ -40,10 +40,10 @@ const PACING_USAGE = `usage: npm run bench:pacing -- [flags]
   burn engines (default)   [--quick] [--builtin] [--modes free,coop,gate,static,builtin-free,builtin]
                            [--scenarios 2:1,…] [--token-ms MS] [--measure-s S] [--repeat N] [--json]
   real engines             --llama-server | --gpu  [--engine llama-server|builtin] [--modes …]
-                           [--scenarios …] [--measure-s S] [--repeat N] [--cores E,H] [--resume-cost] [--json]
+                           [--scenarios …] [--measure-s S] [--warm-s S] [--repeat N] [--cores E,H] [--resume-cost] [--json]
                            [--trace FILE: each run's per-window trace (≤ 10 s) and its analysis]
                            [--stop-method sigstop|cuda-lock: how gate stops an engine]
-  as a user runs them      --serve [--setups builtin,builtin-1,llama-server] [--measure-s S] [--repeat N] [--json]`;
+  as a user runs them      --serve [--setups builtin,builtin-1,llama-server] [--measure-s S] [--warm-s S] [--repeat N] [--json]`;
 
 type Mode = 'free' | 'coop' | 'gate' | 'static' | 'builtin-free' | 'builtin';
 const MODES: Mode[] = ['free', 'coop', 'gate', 'static', 'builtin-free', 'builtin'];
@@ -635,7 +635,7 @@ function table(results: ScenarioResult[]): string {
 }
 
 async function main(): Promise<void> {
-  const values = flagsOrExit('bench:pacing', PACING_USAGE, { quick: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, builtin: { type: 'boolean', default: false }, 'token-ms': { type: 'string' }, modes: { type: 'string' }, scenarios: { type: 'string' }, 'measure-s': { type: 'string' }, repeat: { type: 'string' }, gpu: { type: 'boolean', default: false }, 'llama-server': { type: 'boolean', default: false }, cores: { type: 'string' }, 'resume-cost': { type: 'boolean', default: false }, engine: { type: 'string' }, serve: { type: 'boolean', default: false }, setups: { type: 'string' }, trace: { type: 'string' }, 'stop-method': { type: 'string' } });
+  const values = flagsOrExit('bench:pacing', PACING_USAGE, { quick: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, builtin: { type: 'boolean', default: false }, 'token-ms': { type: 'string' }, modes: { type: 'string' }, scenarios: { type: 'string' }, 'measure-s': { type: 'string' }, 'warm-s': { type: 'string' }, repeat: { type: 'string' }, gpu: { type: 'boolean', default: false }, 'llama-server': { type: 'boolean', default: false }, cores: { type: 'string' }, 'resume-cost': { type: 'boolean', default: false }, engine: { type: 'string' }, serve: { type: 'boolean', default: false }, setups: { type: 'string' }, trace: { type: 'string' }, 'stop-method': { type: 'string' } });
   const repeat = values.repeat === undefined ? 1 : Number(values.repeat);
   if (!Number.isInteger(repeat) || repeat < 1 || repeat > 20) {
     console.error(`--repeat: must be a whole number of runs from 1 to 20 (got ${values.repeat})`);
@@ -648,17 +648,26 @@ async function main(): Promise<void> {
       process.exit(2);
     }
   }
+  const warmS = values['warm-s'] === undefined ? undefined : Number(values['warm-s']);
+  if (warmS !== undefined && (!Number.isFinite(warmS) || warmS < 0 || warmS > 600)) {
+    console.error(`--warm-s: must be a number of seconds from 0 to 600 (got ${values['warm-s']})`);
+    process.exit(2);
+  }
+  if (warmS !== undefined && !values.serve && !values.gpu && !values['llama-server']) {
+    console.error('--warm-s: goes with --serve, --llama-server or --gpu (the real engines it warms)');
+    process.exit(2);
+  }
   if (values.setups !== undefined && !values.serve) {
     console.error('--setups: goes with --serve (the setups it runs)');
     process.exit(2);
   }
   if (values.serve) {
     if (values.gpu || values['llama-server'] || values.builtin || values['resume-cost'] || values.engine !== undefined || values.modes !== undefined || values.scenarios !== undefined || values.cores !== undefined) {
-      console.error('--serve: runs on its own (with --setups, --measure-s, --repeat, --json), not with the pinned benchmarks\' flags');
+      console.error('--serve: runs on its own (with --setups, --measure-s, --warm-s, --repeat, --json), not with the pinned benchmarks\' flags');
       process.exit(2);
     }
     const { serveBenchMain } = await import('./pacing-serve.js');
-    process.exitCode = await serveBenchMain({ setups: values.setups, measureS: values['measure-s'] === undefined ? undefined : MEASURE_S, repeat, json: values.json }, join(ROOT, 'bench-results'));
+    process.exitCode = await serveBenchMain({ setups: values.setups, measureS: values['measure-s'] === undefined ? undefined : MEASURE_S, warmS, repeat, json: values.json }, join(ROOT, 'bench-results'));
     return;
   }
   if (values.engine !== undefined && !values.gpu && !values['llama-server']) {
@@ -671,7 +680,7 @@ async function main(): Promise<void> {
   }
   if (values.gpu || values['llama-server']) {
     const { llamaBenchMain } = await import('./pacing-llama.js');
-    process.exitCode = await llamaBenchMain({ device: values.gpu ? 'gpu' : 'cpu', modes: values.modes, scenarios: values.scenarios, measureS: values['measure-s'] === undefined ? undefined : MEASURE_S, repeat, json: values.json, cores: values.cores, resumeCost: values['resume-cost'], engine: values.engine, trace: values.trace, stopMethod: values['stop-method'] });
+    process.exitCode = await llamaBenchMain({ device: values.gpu ? 'gpu' : 'cpu', modes: values.modes, scenarios: values.scenarios, measureS: values['measure-s'] === undefined ? undefined : MEASURE_S, warmS, repeat, json: values.json, cores: values.cores, resumeCost: values['resume-cost'], engine: values.engine, trace: values.trace, stopMethod: values['stop-method'] });
     return;
   }
   const tokenMs = values['token-ms'] === undefined ? TOKEN_MS : Number(values['token-ms']);

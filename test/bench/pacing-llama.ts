@@ -86,6 +86,17 @@ export const LLAMA_MODELS: Readonly<Record<LlamaDevice, { spec: GgufSpec; sparse
  *  interval cut them. GPU: the one-part check's budget (5 minutes for every scenario and mode). */
 export const LLAMA_MEASURE_S: Readonly<Record<LlamaDevice, number>> = { cpu: 15, gpu: 3 };
 
+/**
+ * Seconds every engine of a run decodes, paced as its mode paces, before anything is measured
+ * (--warm-s). A built-in engine's JavaScript runs at its steady speed only once V8 has optimised
+ * the code that a paced engine runs: its decode loop at every token, its gate's waits a few times a
+ * period, which take the longest to be compiled. Started and measured a few seconds later, a
+ * weight-1 engine spent 10 % of its CPU in V8's optimising compiler throughout the measured
+ * interval, two thirds of it inside its own window (pacer/NOTES.md). A user's engine runs for
+ * minutes, so the benchmark measures engines past that.
+ */
+export const LLAMA_WARM_S: Readonly<Record<LlamaDevice, number>> = { cpu: 10, gpu: 3 };
+
 export interface LlamaBenchOptions {
   device: LlamaDevice;
   engine: LlamaEngineKind;
@@ -94,6 +105,8 @@ export interface LlamaBenchOptions {
   modes: LlamaMode[];
   scenarios: LlamaScenario[];
   measureS: number;
+  /** Seconds every engine decodes (paced as the mode paces) before anything is measured. */
+  warmS: number;
   repeat: number;
   /** CPU: the core every engine runs on, and the one for supervisors, clients and this harness. */
   cores: { engine: number; harness: number };
@@ -451,9 +464,17 @@ async function runOnce(options: LlamaBenchOptions, scenario: LlamaScenario, mode
       // Never a GPU figure from an engine that fell back to the CPU.
       if (kind === 'builtin' && device === 'gpu' && engine.backend() !== 'cuda') throw new Error(`the built-in engine loaded its model on ${engine.backend() ?? 'an unnamed backend'}, not CUDA`);
     }
-    // Warm each engine alone (its first requests allocate and, on a GPU, capture graphs), then let
-    // the registry see every engine idle.
+    // Warm each engine alone (its first requests allocate and, on a GPU, capture graphs), then all
+    // of them together as the mode paces them (LLAMA_WARM_S), then let the registry see every
+    // engine idle.
     for (const engine of engines) await streamCompletion(engine.port, Math.min(200, config.requestTokens), wallUs, { body: kind });
+    if (options.warmS > 0) {
+      const stopWarmPacer = mode === 'naive' ? naivePacer(engines.map((e) => e.serverPid() ?? -1), schedule, wallUs) : null;
+      for (const engine of engines) startClient(engine, config.requestTokens, wallUs);
+      await sleep(options.warmS * 1000);
+      stopWarmPacer?.();
+      for (const engine of engines) stopClient(engine, wallUs);
+    }
     await sleep(2_500);
     if (nvml !== null) sampler = setInterval(() => nvml.sample(wallUs()), 100);
 
@@ -626,6 +647,7 @@ function medianOfRuns(runs: LlamaResult[]): LlamaResult {
             second: m((r) => r.window_ms_per_token?.[i]?.second ?? null, 2),
             rest: m((r) => r.window_ms_per_token?.[i]?.rest ?? null, 2),
             perWindow: m((r) => r.window_ms_per_token?.[i]?.perWindow ?? null, 1),
+            start: m((r) => r.window_ms_per_token?.[i]?.start ?? null, 2),
           })),
     solo_tokps: m((r) => r.solo_tokps, 1) ?? 0,
     aggregate_pct_of_solo: m((r) => r.aggregate_pct_of_solo, 1) ?? 0,
@@ -705,7 +727,7 @@ export interface ResumeCostResult {
   window_ms_per_token: WindowPositionCost | null;
   lost_ms_per_window: number | null;
   extra_cpu_ms_per_window: number | null;
-  /** The window's length less its tokens at the window's own later cadence. */
+  /** Per window, its length less its tokens at its own later cadence; the median over windows. */
   start_ms_per_window: number | null;
 }
 
@@ -802,7 +824,8 @@ async function resumeCostOnce(options: LlamaBenchOptions, model: string, c: Resu
       if (pids.some((p) => p < 0)) throw new Error('a server pid is unknown');
       stopPacer = naivePacer(pids, schedule, wallUs);
     }
-    const fromUs = Math.ceil((wallUs() + 1e6) / schedule.periodUs) * schedule.periodUs;
+    // Measured after the warm-up (LLAMA_WARM_S), in the case's own windows.
+    const fromUs = Math.ceil((wallUs() + 1e6 + options.warmS * 1e6) / schedule.periodUs) * schedule.periodUs;
     const windows = Math.max(1, Math.round((RESUME_RUNNING_S[device] * 1e6) / windowUs));
     const toUs = fromUs + windows * schedule.periodUs;
     await sleep((fromUs - wallUs()) / 1000);
@@ -855,8 +878,8 @@ export async function runResumeCost(options: LlamaBenchOptions, modes: readonly 
     }
     const unstopped = measured.find((r) => r.stop_ms === 0);
     for (const r of measured) {
-      const cost = unstopped === undefined || r.windows === null ? null : windowStartCost({ windowMs: r.window_ms, windows: r.windows, tokens: r.tokens, cpuMs: r.cpu_ms_per_token === null ? null : r.cpu_ms_per_token * r.tokens, restMsPerToken: r.window_ms_per_token?.rest ?? null }, { msPerToken: 1000 / unstopped.tokps_running, cpuMsPerToken: unstopped.cpu_ms_per_token });
-      out.push({ ...r, lost_ms_per_window: cost?.lostMsPerWindow ?? null, extra_cpu_ms_per_window: cost?.extraCpuMsPerWindow ?? null, start_ms_per_window: cost?.startMsPerWindow ?? null });
+      const cost = unstopped === undefined || r.windows === null ? null : windowStartCost({ windowMs: r.window_ms, windows: r.windows, tokens: r.tokens, cpuMs: r.cpu_ms_per_token === null ? null : r.cpu_ms_per_token * r.tokens }, { msPerToken: 1000 / unstopped.tokps_running, cpuMsPerToken: unstopped.cpu_ms_per_token });
+      out.push({ ...r, lost_ms_per_window: cost?.lostMsPerWindow ?? null, extra_cpu_ms_per_window: cost?.extraCpuMsPerWindow ?? null, start_ms_per_window: r.window_ms_per_token?.start ?? null });
     }
   }
   return out;
@@ -928,6 +951,8 @@ export interface LlamaMainArgs {
   modes: string | undefined;
   scenarios: string | undefined;
   measureS: number | undefined;
+  /** --warm-s: seconds of warm-up before each run is measured (LLAMA_WARM_S unless told). */
+  warmS?: number | undefined;
   repeat: number;
   json: boolean;
   /** CPU: "ENGINE,HARNESS" cores (default 0,1). */
@@ -983,7 +1008,7 @@ export async function llamaBenchMain(args: LlamaMainArgs): Promise<number> {
   log(`pacing benchmark on ${engine === 'llama-server' ? `llama-server (${server})` : 'the built-in engine (node-llama-cpp)'}, ${args.device === 'gpu' ? `GPU: ${gpu}, all layers offloaded` : `all engines on core ${engineCore}, the rest on core ${harnessCore}`}; model E${model.spec.embedding}/L${model.spec.layers}/FF${model.spec.feedForward} ${model.spec.type}${model.sparse ? ' (sparse: zero weights)' : ''}, ${model.requestTokens}-token requests`);
   const started = Date.now();
   const outDir = join(ROOT, 'bench-results');
-  const options = { ...(args.stopMethod === 'cuda-lock' ? { stopMethod: 'cuda-lock' as const } : {}), device: args.device, engine, server, modes: modes as LlamaMode[], scenarios: LLAMA_SCENARIOS.filter((s) => names.includes(s.name)), measureS: args.measureS ?? LLAMA_MEASURE_S[args.device], repeat: args.repeat, cores: { engine: engineCore, harness: harnessCore }, log };
+  const options = { ...(args.stopMethod === 'cuda-lock' ? { stopMethod: 'cuda-lock' as const } : {}), device: args.device, engine, server, modes: modes as LlamaMode[], scenarios: LLAMA_SCENARIOS.filter((s) => names.includes(s.name)), measureS: args.measureS ?? LLAMA_MEASURE_S[args.device], warmS: args.warmS ?? LLAMA_WARM_S[args.device], repeat: args.repeat, cores: { engine: engineCore, harness: harnessCore }, log };
   if (args.resumeCost === true) {
     const results = await runResumeCost(options, modes as ResumeMode[]);
     const name = `resume-cost-${benchName(args.device, engine)}`;
@@ -995,7 +1020,7 @@ export async function llamaBenchMain(args: LlamaMainArgs): Promise<number> {
     else {
       console.log('');
       console.log(resumeCostTable(results));
-      console.log(`\none engine decoding in ${RESUME_WINDOW_MS} ms windows, stopped between them (SIGSTOP from this harness, or coop: its own cooperative gate waiting out another registry peer's window); lost ms / window = the window's length less what its tokens take unstopped; extra CPU = CPU per window beyond its tokens' unstopped cost; start ms / window = the window's length less its tokens at its own later cadence (what starting it costs, whatever the machine's speed did since the unstopped run).\nA fixed cost c per window makes a 2:1 split of time read (80 − c)/(40 − c) in tokens: c = 1 ms → 2.03, c = 5 ms → 2.14, c = 10 ms → 2.33.\n${report.duration_s} s; wrote bench-results/${file}`);
+      console.log(`\none engine decoding in ${RESUME_WINDOW_MS} ms windows, stopped between them (SIGSTOP from this harness, or coop: its own cooperative gate waiting out another registry peer's window); lost ms / window = the window's length less what its tokens take unstopped; extra CPU = CPU per window beyond its tokens' unstopped cost; start ms / window = per window, its length less its tokens at its own later cadence (second token to last), the median over windows (what starting it costs, whatever the machine's speed did since the unstopped run or in the next window).\nA fixed cost c per window makes a 2:1 split of time read (80 − c)/(40 − c) in tokens: c = 1 ms → 2.03, c = 5 ms → 2.14, c = 10 ms → 2.33.\n${report.duration_s} s; wrote bench-results/${file}`);
     }
     return 0;
   }

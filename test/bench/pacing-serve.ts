@@ -21,7 +21,7 @@ import { loadRegistryHelper } from '../../native/helper.js';
 import { findLlamaServer, freePort } from '../fixtures/llama-server.js';
 import { startServe, type Served } from '../fixtures/serve.js';
 import { sseData } from '../fixtures/sse.js';
-import { LLAMA_MODELS, llamaBenchModel, treeCpuUs } from './pacing-llama.js';
+import { LLAMA_MODELS, LLAMA_WARM_S, llamaBenchModel, treeCpuUs } from './pacing-llama.js';
 import { counterAt, median, round, textTable } from './pacing-stats.js';
 
 export type ServeSetup = 'builtin' | 'builtin-1' | 'llama-server';
@@ -128,7 +128,7 @@ function rate(counter: readonly [number, number][], fromUs: number, toUs: number
 }
 
 /** One setup: serve, its two profiles, solo / together / solo. */
-async function runSetup(setup: ServeSetup, server: string | null, measureS: number, log: (line: string) => void): Promise<ServeResult> {
+async function runSetup(setup: ServeSetup, server: string | null, measureS: number, warmS: number, log: (line: string) => void): Promise<ServeResult> {
   const helper = loadRegistryHelper();
   const wallUs = (): number => helper.wallUs();
   const config = LLAMA_MODELS.cpu;
@@ -158,6 +158,12 @@ async function runSetup(setup: ServeSetup, server: string | null, measureS: numb
       const deadline = Date.now() + 180_000;
       while ((warm.counter.at(-1)?.[1] ?? 0) < 200 && Date.now() < deadline) await sleep(50);
       await warm.stop();
+    }
+    // Then both together, as measured later (LLAMA_WARM_S: V8 optimises the paced engine's code).
+    if (warmS > 0) {
+      const warming = ['w2', 'w1'].map((id) => startClient(served, setup, id, config.requestTokens, wallUs));
+      await sleep(warmS * 1000);
+      for (const warm of warming) await warm.stop();
     }
     await sleep(2_500);
     const engines = (await (await fetch(`${served.base}/api/state`, { headers: { authorization: `Bearer ${served.token}` } })).json()) as AppState;
@@ -252,6 +258,8 @@ export interface ServeMainArgs {
   /** --setups: a comma list of SERVE_SETUPS (default: all, llama-server when one is built). */
   setups: string | undefined;
   measureS: number | undefined;
+  /** --warm-s: seconds both engines decode together before anything is measured. */
+  warmS?: number | undefined;
   repeat: number;
   json: boolean;
 }
@@ -274,6 +282,7 @@ export async function serveBenchMain(args: ServeMainArgs, outDir: string): Promi
     else console.log(line);
   };
   const measureS = args.measureS ?? SERVE_MEASURE_S;
+  const warmS = args.warmS ?? LLAMA_WARM_S.cpu;
   const uptime = spawnSync('uptime', { encoding: 'utf8' }).stdout.trim();
   const model = LLAMA_MODELS.cpu;
   log(`pacing benchmark through serve and its gateway: engines unpinned at their defaults, weights 2:1; model E${model.spec.embedding}/L${model.spec.layers}/FF${model.spec.feedForward} ${model.spec.type}, ${model.requestTokens}-token requests; ${setups.join(', ')}${server === null ? ' (no llama-server built)' : ''}\n  ${uptime}`);
@@ -283,7 +292,7 @@ export async function serveBenchMain(args: ServeMainArgs, outDir: string): Promi
   for (let run = 0; run < args.repeat; run++) {
     for (const setup of setups) {
       try {
-        byRun.set(setup, [...(byRun.get(setup) ?? []), await runSetup(setup, server, measureS, log)]);
+        byRun.set(setup, [...(byRun.get(setup) ?? []), await runSetup(setup, server, measureS, warmS, log)]);
       } catch (error) {
         log(`  ${setup}: failed: ${error instanceof Error ? error.message : String(error)}`);
       }
@@ -293,7 +302,7 @@ export async function serveBenchMain(args: ServeMainArgs, outDir: string): Promi
     const runs = byRun.get(setup);
     if (runs !== undefined) results.push(medianOfRuns(runs));
   }
-  const report = { benchmark: 'pacing-serve', date: new Date().toISOString(), uptime, model: { ...model.spec, ctx: model.ctx, request_tokens: model.requestTokens }, measure_s: measureS, repeat: args.repeat, duration_s: round((Date.now() - started) / 1000, 1), setups: results };
+  const report = { benchmark: 'pacing-serve', date: new Date().toISOString(), uptime, model: { ...model.spec, ctx: model.ctx, request_tokens: model.requestTokens }, measure_s: measureS, warm_s: warmS, repeat: args.repeat, duration_s: round((Date.now() - started) / 1000, 1), setups: results };
   mkdirSync(outDir, { recursive: true });
   writeFileSync(join(outDir, 'pacing-serve.json'), `${JSON.stringify(report, null, 2)}\n`);
   if (args.json) process.stdout.write(`${JSON.stringify(report)}\n`);
