@@ -4,7 +4,7 @@ import { FakeClock } from '../../electron/core/clock.js';
 import { decodeSegment, encodeEmptySegment, encodeSlot } from '../../electron/core/registry/codec.js';
 import { judgeOneShot } from '../../electron/core/registry/liveness.js';
 import { resolvePeers } from '../../electron/core/registry/view.js';
-import { CooperativeGate, PREPARE_US, VIEW_MAX_AGE_US, WAIT_REREAD_US, decideGate, type GateDecision, type GateRegistry } from '../../electron/core/pacer/gate.js';
+import { CooperativeGate, PREPARE_US, START_LEAD_US, VIEW_MAX_AGE_US, WAIT_REREAD_US, decideGate, type GateDecision, type GateRegistry } from '../../electron/core/pacer/gate.js';
 
 /** A registry in memory: each gate publishes into its own slot; peers() reads them all. */
 class MemoryRegistry {
@@ -89,11 +89,12 @@ describe('cooperative gate (fake clock)', () => {
     expect((await gate.afterStep(5_000)).kind).toBe('in-window');
     clock.advance(5_001); // 80 ms: slot 1's window begins; ours is back at 120 ms
     const decision = await gate.afterStep(5_000);
-    expect(decision).toMatchObject({ kind: 'wait', waitUs: 40_000 });
-    // Two naps: to PREPARE_US before the window (a fresh look at the registry there), then to its start.
-    expect(slept).toEqual([40_000 - PREPARE_US, PREPARE_US]);
-    expect(clock.wallUs() % 120_000).toBe(0); // woke exactly at our window's start
-    expect(gate.stats).toMatchObject({ steps: 3, sleeps: 1, sleptUs: 40_000, decisions: { 'in-window': 2, wait: 1 } });
+    expect(decision).toMatchObject({ kind: 'wait', waitUs: 40_000 - START_LEAD_US });
+    // Two naps: to PREPARE_US before the window (a fresh look at the registry there), then to its
+    // start less the lead that the step's dispatch takes.
+    expect(slept).toEqual([40_000 - START_LEAD_US - PREPARE_US, PREPARE_US]);
+    expect(clock.wallUs() % 120_000).toBe(120_000 - START_LEAD_US); // woke exactly the lead before our window's start
+    expect(gate.stats).toMatchObject({ steps: 3, sleeps: 1, sleptUs: 40_000 - START_LEAD_US, decisions: { 'in-window': 2, wait: 1 } });
   });
 
   it('decides again after a sleep that ended early', async () => {
@@ -111,8 +112,8 @@ describe('cooperative gate (fake clock)', () => {
     atPeriodStart(clock, 120_000);
     clock.advance(80_000);
     await gate.afterStep(5_000);
-    expect(slept).toEqual([40_000 - PREPARE_US, 1_000, PREPARE_US]); // woke 1 ms early: 3 ms left, nap to 2 ms before, then the rest
-    expect(clock.wallUs() % 120_000).toBe(0);
+    expect(slept).toEqual([40_000 - START_LEAD_US - PREPARE_US, 1_000, PREPARE_US]); // woke 1 ms early: 3 ms left, nap to 2 ms before, then the rest
+    expect(clock.wallUs() % 120_000).toBe(120_000 - START_LEAD_US);
   });
 
   it('re-reads the registry at least every 50 ms while it waits: a peer gone idle gives its time at once', async () => {
@@ -146,8 +147,8 @@ describe('cooperative gate (fake clock)', () => {
     atPeriodStart(clock, 120_000);
     clock.advance(30_000);
     await gate.afterStep(5_000);
-    expect(slept).toEqual([50_000 - PREPARE_US, PREPARE_US]);
-    expect(clock.wallUs() % 120_000).toBe(80_000);
+    expect(slept).toEqual([50_000 - START_LEAD_US - PREPARE_US, PREPARE_US]);
+    expect(clock.wallUs() % 120_000).toBe(80_000 - START_LEAD_US);
   });
 
   it('a peer going idle releases its window within 2 s', async () => {
@@ -162,9 +163,13 @@ describe('cooperative gate (fake clock)', () => {
     // We keep decoding; the other one only runs its heartbeat refresh every 500 ms.
     let releasedAfterUs: number | null = null;
     const stoppedAt = clock.monoUs();
+    let refreshedAt = stoppedAt;
     for (let t = 0; t < 3_000_000 && releasedAfterUs === null; t += 5_000) {
       clock.advance(5_000);
-      if ((clock.monoUs() - stoppedAt) % 500_000 === 0) otherGate.refresh();
+      if (clock.monoUs() - refreshedAt >= 500_000) {
+        otherGate.refresh();
+        refreshedAt = clock.monoUs();
+      }
       const decision = await gate.afterStep(5_000);
       if (decision.kind === 'others-idle') releasedAfterUs = clock.monoUs() - stoppedAt;
     }
@@ -264,6 +269,29 @@ describe('decideGate', () => {
     expect(decideGate(peers, 0, at75, undefined, 90_000).kind).toBe('in-window');
     // Slot 1 owns [80, 120): at 118 ms, a 3 ms step waits for the next 80 ms.
     expect(decideGate(peers, 1, start + 118_000, undefined, 3_000)).toMatchObject({ kind: 'wait', waitUs: 82_000 });
+    // With a lead (the cooperative gate's), that wait ends the lead before the window.
+    expect(decideGate(peers, 1, start + 118_000, undefined, 3_000, START_LEAD_US)).toMatchObject({ kind: 'wait', waitUs: 82_000 - START_LEAD_US });
+  });
+
+  it("with a lead, lets a window's first step go that long before the window, for its dispatch, and no earlier", () => {
+    const clock = new FakeClock();
+    const registry = new MemoryRegistry(clock);
+    registry.join(0, 2, true);
+    registry.join(1, 1, true);
+    const peers = registry.peers();
+    atPeriodStart(clock, 120_000);
+    const start = clock.wallUs();
+    // Slot 1's window starts at 80 ms.
+    const lead = START_LEAD_US;
+    expect(decideGate(peers, 1, start + 80_000 - lead - 1, undefined, 3_000, lead)).toMatchObject({ kind: 'wait', waitUs: 1 });
+    // Within the lead, even a step that the fit rule would hold: the whole window is ahead of it.
+    expect(decideGate(peers, 1, start + 80_000 - lead, undefined, 3_000, lead).kind).toBe('in-window');
+    expect(decideGate(peers, 1, start + 80_000 - 1, undefined, 39_000, lead).kind).toBe('in-window');
+    // Slot 0's window ended at 80 ms: it waits for its next one, less the lead, and goes within it.
+    expect(decideGate(peers, 0, start + 80_000, undefined, 3_000, lead)).toMatchObject({ kind: 'wait', waitUs: 40_000 - lead });
+    expect(decideGate(peers, 0, start + 120_000 - 100, undefined, 3_000, lead).kind).toBe('in-window');
+    // Without one (the process gate's: a continued engine runs at once), nothing goes early.
+    expect(decideGate(peers, 1, start + 80_000 - 1, undefined, 3_000)).toMatchObject({ kind: 'wait', waitUs: 1 });
   });
 
   it('expects the median of the last steps: the slow first steps of a window do not end it early', async () => {

@@ -52,9 +52,9 @@ export type GateDecision =
  *  the device: on one CPU core, measured, our last step and the next engine's first both ran about
  *  twice as long, and the short window's engine got 1.91 : 1 of the time at 2 : 1.
  *  `schedule` is the peers' schedule, for a caller that keeps it built (the gate, per copy). */
-export function decideGate(peers: readonly AlivePeer[], selfSlot: number | null, wallNowUs: number, schedule: () => Schedule = () => scheduleOf(peers), nextStepUs = 0): GateDecision {
+export function decideGate(peers: readonly AlivePeer[], selfSlot: number | null, wallNowUs: number, schedule: () => Schedule = () => scheduleOf(peers), nextStepUs = 0, leadUs = 0): GateDecision {
   if (selfSlot === null) return ALONE;
-  return freePass(peers, selfSlot) ?? decideInSchedule(schedule(), selfSlot, wallNowUs, nextStepUs);
+  return freePass(peers, selfSlot) ?? decideInSchedule(schedule(), selfSlot, wallNowUs, nextStepUs, leadUs);
 }
 
 /** The schedule of the peers that have a share. Pure. */
@@ -62,16 +62,30 @@ export function scheduleOf(peers: readonly AlivePeer[]): Schedule {
   return buildSchedule(peers.filter((peer) => peer.share > 0).map((peer) => ({ slot: peer.record.slot, share: peer.share })));
 }
 
-/** The decision when someone else is active: follow the schedule. Pure. */
-function decideInSchedule(schedule: Schedule, selfSlot: number, wallNowUs: number, nextStepUs: number): GateDecision {
-  const waitUs = usUntilWindow(schedule, selfSlot, wallNowUs);
+/**
+ * The cooperative gate lets a window's first step go this long before the window starts. Between
+ * the gate letting a step go and the device starting it lies the engine's own dispatch: the return
+ * through the decode loop, node-llama-cpp's batch queue, a libuv worker waking to call
+ * llama_decode. On the 2-vCPU VM that took 0.2–0.3 ms after a wait (`perf`, pacer/NOTES.md), all
+ * of it taken from the window; with the lead the step reaches the device at about the window's
+ * start. The previous window's engine is seldom still working then: its last step waits rather
+ * than run past its end, which leaves half a step idle on average. (The process gate has no lead:
+ * a continued engine runs at once.)
+ */
+export const START_LEAD_US = 200;
+
+/** The decision when someone else is active: follow the schedule, letting a step go `leadUs`
+ *  before the window starts. Pure. */
+function decideInSchedule(schedule: Schedule, selfSlot: number, wallNowUs: number, nextStepUs: number, leadUs: number): GateDecision {
+  const untilUs = usUntilWindow(schedule, selfSlot, wallNowUs);
   // Our own record may not show us active yet (the registry is read before our update lands).
-  if (waitUs === null) return { kind: 'not-scheduled' };
-  if (waitUs > 0) return { kind: 'wait', schedule, waitUs };
-  const window = nextStepUs > 0 ? windowOf(schedule, selfSlot) : undefined;
+  if (untilUs === null) return { kind: 'not-scheduled' };
+  if (untilUs > leadUs) return { kind: 'wait', schedule, waitUs: untilUs - leadUs };
+  // Inside the window, or within the lead of its start: the whole window is then ahead.
+  const window = nextStepUs > 0 && untilUs === 0 ? windowOf(schedule, selfSlot) : undefined;
   if (window !== undefined && nextStepUs <= window.lengthUs && window.lengthUs < schedule.periodUs) {
     const leftUs = usUntilWindowEnd(schedule, selfSlot, wallNowUs);
-    if (nextStepUs > leftUs) return { kind: 'wait', schedule, waitUs: leftUs + schedule.periodUs - window.lengthUs };
+    if (nextStepUs > leftUs) return { kind: 'wait', schedule, waitUs: leftUs + schedule.periodUs - window.lengthUs - leadUs };
   }
   return { kind: 'in-window', schedule };
 }
@@ -202,7 +216,7 @@ export class CooperativeGate {
       await this.sleep(napUs);
       if (reread) this.view = null;
       const woke = this.clock.monoUs();
-      decision = decideGate(this.peers(woke), this.registry.selfSlot(), this.clock.wallUs(), () => this.schedule(woke), this.expectedStep());
+      decision = decideGate(this.peers(woke), this.registry.selfSlot(), this.clock.wallUs(), () => this.schedule(woke), this.expectedStep(), START_LEAD_US);
     }
     // Without a sleep, the step's own reading of the clock will do.
     this.lastReturnMonoUs = first.kind === 'wait' ? this.clock.monoUs() : now;
@@ -223,7 +237,7 @@ export class CooperativeGate {
     const wallNow = this.clock.wallUs();
     // The expected step is only worked out here, when someone else is active: a lone engine's
     // steps (the common case, every token) pay nothing for it.
-    const decision = decideInSchedule(this.schedule(nowMonoUs), slot, wallNow, this.expectedStep());
+    const decision = decideInSchedule(this.schedule(nowMonoUs), slot, wallNow, this.expectedStep(), START_LEAD_US);
     if (decision.kind === 'wait' && this.stepStartedInWindow) this.overshoot.record(usSinceWindowEnd(decision.schedule, slot, wallNow));
     return decision;
   }
