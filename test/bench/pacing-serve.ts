@@ -231,7 +231,10 @@ function medianOfRuns(runs: readonly ServeResult[]): ServeResult {
   };
   return {
     ...first,
+    // A run may have missed the engine's threads line (its log tail had moved on): any run's will do.
+    threads: runs.map((r) => r.threads).find((t) => t !== null && Number.isFinite(t)) ?? null,
     solo_tokps: m((r) => r.solo_tokps, 1) ?? 0,
+    solo_before_after_tokps: [m((r) => r.solo_before_after_tokps[0], 1) ?? 0, m((r) => r.solo_before_after_tokps[1], 1) ?? 0],
     together_tokps: [m((r) => r.together_tokps[0], 1) ?? 0, m((r) => r.together_tokps[1], 1) ?? 0],
     aggregate_pct_of_solo: m((r) => r.aggregate_pct_of_solo, 1) ?? 0,
     ratio: m((r) => r.ratio, 3),
