@@ -2,7 +2,8 @@
  * The cooperative gate, for engines that call it after every decode step. It returns at once when
  * the caller is alone, when every other peer is idle, or when the caller is inside its window;
  * otherwise it sleeps exactly until its next window starts. It also keeps the caller's `active`
- * flag and `busy_ppm` up to date in the registry. Clock and sleep are injected.
+ * flag and `busy_ppm` up to date in the registry. Clock and sleep are injected. (It wakes
+ * START_LEAD_US early, so that the step, not the gate's return, starts with the window.)
  */
 import { monotonicUs, type Clock } from '../clock.js';
 import type { AlivePeer } from '../registry/view.js';
