@@ -47,7 +47,7 @@ describe.skipIf(process.platform !== 'linux')('bench:pacing refuses a bad engine
     [['--setups', 'builtin'], '--setups: goes with --serve'],
     [['--serve', '--engine', 'builtin'], "--serve: runs on its own (with --setups, --measure-s, --warm-s, --repeat, --json), not with the pinned benchmarks' flags"],
     [['--llama-server', '--warm-s', 'soon'], '--warm-s: must be a number of seconds from 0 to 600 (got soon)'],
-    [['--serve', '--warm-s', '-1'], '--warm-s: must be a number of seconds from 0 to 600 (got -1)'],
+    [['--serve', '--warm-s=-1'], '--warm-s: must be a number of seconds from 0 to 600 (got -1)'],
     [['--quick', '--warm-s', '5'], '--warm-s: goes with --serve, --llama-server or --gpu (the real engines it warms)'],
     [['--serve', '--setups', 'builtin,warp'], '--setups: unknown setup warp (setups: builtin, builtin-1, llama-server)'],
   ];
