@@ -370,6 +370,16 @@ function startClient(engine: Engine, requestTokens: number, wallUs: () => number
   })();
 }
 
+/** Every engine's server pid, for signals: never a guess (a pid of -1 would signal every
+ *  process we may signal). */
+function serverPids(engines: readonly Engine[], mode: string): number[] {
+  return engines.map((e) => {
+    const pid = e.serverPid();
+    if (pid === undefined || pid <= 0) throw new Error(`${mode}: the server pid of the engine on port ${e.port} is unknown`);
+    return pid;
+  });
+}
+
 /**
  * The naive pacer: from the scenario's schedule, whatever the engines do, SIGCONT the engine whose
  * window it is and SIGSTOP the others, at every window edge of the wall clock. Returns a stopper
@@ -469,7 +479,7 @@ async function runOnce(options: LlamaBenchOptions, scenario: LlamaScenario, mode
     // engine idle.
     for (const engine of engines) await streamCompletion(engine.port, Math.min(200, config.requestTokens), wallUs, { body: kind });
     if (options.warmS > 0) {
-      const stopWarmPacer = mode === 'naive' ? naivePacer(engines.map((e) => e.serverPid() ?? -1), schedule, wallUs) : null;
+      const stopWarmPacer = mode === 'naive' ? naivePacer(serverPids(engines, 'naive'), schedule, wallUs) : null;
       for (const engine of engines) startClient(engine, config.requestTokens, wallUs);
       await sleep(options.warmS * 1000);
       stopWarmPacer?.();
@@ -487,9 +497,7 @@ async function runOnce(options: LlamaBenchOptions, scenario: LlamaScenario, mode
     for (const engine of engines.slice(1)) startClient(engine, config.requestTokens, wallUs);
     let stopNaive: (() => void) | null = null;
     if (mode === 'naive') {
-      const pids = engines.map((e) => e.serverPid() ?? -1);
-      if (pids.some((p) => p < 0)) throw new Error('naive: a server pid is unknown');
-      stopNaive = naivePacer(pids, schedule, wallUs, tracing ? (index, event) => naiveEvents[index]?.push(event) : undefined);
+      stopNaive = naivePacer(serverPids(engines, 'naive'), schedule, wallUs, tracing ? (index, event) => naiveEvents[index]?.push(event) : undefined);
     }
     // Everyone decoding for a second, then whole periods.
     const deadline = Date.now() + 30_000;
@@ -820,9 +828,7 @@ async function resumeCostOnce(options: LlamaBenchOptions, model: string, c: Resu
     for (const engine of engines) startClient(engine, config.requestTokens, wallUs);
     let stopPacer: (() => void) | null = null;
     if (stopUs > 0 && mode === 'naive') {
-      const pids = engines.map((e) => e.serverPid() ?? -1);
-      if (pids.some((p) => p < 0)) throw new Error('a server pid is unknown');
-      stopPacer = naivePacer(pids, schedule, wallUs);
+      stopPacer = naivePacer(serverPids(engines, 'naive'), schedule, wallUs);
     }
     // Measured after the warm-up (LLAMA_WARM_S), in the case's own windows.
     const fromUs = Math.ceil((wallUs() + 1e6 + options.warmS * 1e6) / schedule.periodUs) * schedule.periodUs;
