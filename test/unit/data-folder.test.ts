@@ -15,6 +15,7 @@ import { listEngineRecords, writeEngineFile, type EngineStateFile } from '../../
 import { ProfileStore } from '../../electron/core/engines/profiles.js';
 import { EnvelopeStore } from '../../electron/core/planner/envelopes.js';
 import { openNodeSettings, SettingsFileError } from '../../electron/core/settings.js';
+import { readFolderSettings } from '../../electron/core/commands/plan.js';
 
 const isRoot = process.getuid?.() === 0;
 /** A uid that is not ours (tests run as root here; nobody is 65534). */
@@ -163,6 +164,29 @@ describe('settings, profiles and envelopes', () => {
     expect(read.ms).toBeLessThan(1_000);
     expect(read.result?.apiToken).toBe(token);
     expect(problems).toEqual([`settings file ${join(dir, 'settings.json')}: is a FIFO, not a regular file: refused (not read, not followed); remove it; the last good settings stay in use`]);
+  });
+
+  it("plan's read of settings.json is the server's: a link not followed, a FIFO not waited on, bad JSON named without its bytes", () => {
+    const target = join(dir, 'elsewhere.json');
+    writeFileSync(target, JSON.stringify({ apiPort: 7788, apiToken: SECRET, draining: true }));
+    const linked = join(dir, 'linked');
+    mkdirSync(linked);
+    symlinkSync(target, join(linked, 'settings.json'));
+    const viaLink = readFolderSettings(linked);
+    expect(viaLink.problem).toContain(`${join(linked, 'settings.json')}: is a symbolic link`);
+    expect(viaLink).toMatchObject({ apiPort: null, apiToken: null, controls: { draining: false } });
+    const fifo = join(dir, 'fifo');
+    mkdirSync(fifo);
+    mkfifo(join(fifo, 'settings.json'));
+    const read = timed(() => readFolderSettings(fifo));
+    expect(read.ms).toBeLessThan(1_000);
+    expect(read.result?.problem).toContain(`${join(fifo, 'settings.json')}: is a FIFO, not a regular file`);
+    const bad = join(dir, 'bad');
+    mkdirSync(bad);
+    writeFileSync(join(bad, 'settings.json'), `{"apiToken": "${SECRET}", oops}`);
+    const badRead = readFolderSettings(bad);
+    expect(badRead.problem).toContain('is not valid JSON');
+    expect(badRead.problem).not.toContain(SECRET.slice(0, 12));
   });
 
   it('a link at profiles.json is refused, and its target is never written', () => {

@@ -11,7 +11,7 @@
  * (settings.json: drain, lab pause, policy revision; engines/: residents) and this machine's
  * telemetry. The plan's `inputs` says which, and why.
  */
-import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { existsSync, realpathSync, statSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Clock } from '../clock.js';
@@ -29,7 +29,7 @@ import type { DeviceSample } from '../telemetry/types.js';
 import { discoverTelemetry } from '../telemetry/discovery.js';
 import { trackEngineTrees } from '../telemetry/resident.js';
 import { engineTreesOf, foldEngineTrees } from '../telemetry/engine-trees.js';
-import { checkDataDir } from '../data-files.js';
+import { checkDataDir, DataFileError, jsonProblem, parseJsonFile, readDataFile } from '../data-files.js';
 import { listEngines, residentsSupervisedElsewhere } from '../engines/engine-files.js';
 import type { CommandIo } from './io.js';
 
@@ -81,20 +81,21 @@ interface FolderSettings {
 export function readFolderSettings(dataDir: string): FolderSettings {
   const file = join(dataDir, 'settings.json');
   const none: FolderSettings = { apiPort: null, apiToken: null, controls: DEFAULT_CONTROLS, policyRevision: null, problem: null };
-  let text: string;
+  let text: string | null;
   try {
-    const st = statSync(file);
-    if (!st.isFile()) return { ...none, problem: `${file} is not a regular file` };
-    if (st.size > 1024 * 1024) return { ...none, problem: `${file} is larger than 1 MiB` };
-    text = readFileSync(file, 'utf8');
+    // As the server reads it: never through a link, never waiting on a FIFO, this user's, bounded.
+    text = readDataFile(file);
   } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'ENOENT' ? { ...none, problem: `no ${file}` } : { ...none, problem: `${file} cannot be read (${(error as Error).message})` };
+    if (error instanceof DataFileError) return { ...none, problem: error.message };
+    throw error;
   }
+  if (text === null) return { ...none, problem: `no ${file}` };
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = parseJsonFile(text);
   } catch (error) {
-    return { ...none, problem: `${file} is not JSON (${(error as Error).message})` };
+    // Never the parser's excerpt: the file holds the API token.
+    return { ...none, problem: `${file} ${jsonProblem(error)}` };
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return { ...none, problem: `${file} is not a JSON object` };
   const o = value as Record<string, unknown>;
