@@ -7,8 +7,6 @@
  * SIGINT/SIGTERM stop the engines it started (gracefully; a second signal kills them) and exit.
  */
 import { createServer as createNetServer } from 'node:net';
-import { join } from 'node:path';
-import { readDataFile } from '../data-files.js';
 import { openDataDir } from '../data-lock.js';
 import type { RegistryHelper } from '../../../native/helper.js';
 import type { CoreLaunchers } from '../app-types.js';
@@ -19,6 +17,7 @@ import { POLICY_M10_V1, withQueueDepth } from '../planner/policy.js';
 import { openNodeSettings } from '../settings.js';
 import { rendererDir } from '../paths.js';
 import { stopSignals, type CommandIo } from './io.js';
+import { readFolderSettings } from './plan.js';
 
 export interface ServeOptions {
   /** null: the port in the settings (7787 by default). 0 picks a free one. */
@@ -31,15 +30,10 @@ export interface ServeOptions {
   queueLimit: number | undefined;
 }
 
-/** The port the settings file asks for, read without creating or changing anything. */
+/** The port the settings file asks for, read without creating or changing anything (as `plan`
+ *  reads it); a bad file is named when the settings open. */
 function settingsPort(dataDir: string): number {
-  try {
-    // Never through a link, never waiting on a FIFO: a bad file is named when the settings open.
-    const port = (JSON.parse(readDataFile(join(dataDir, 'settings.json')) ?? '{}') as { apiPort?: unknown } | null)?.apiPort;
-    return typeof port === 'number' && Number.isInteger(port) && port > 0 && port < 65536 ? port : DEFAULT_API_PORT;
-  } catch {
-    return DEFAULT_API_PORT;
-  }
+  return readFolderSettings(dataDir).apiPort ?? DEFAULT_API_PORT;
 }
 
 /** Is 127.0.0.1:port free? (0 always is.) Asked before anything is written, so that a busy port
