@@ -1019,7 +1019,7 @@ export async function llamaBenchMain(args: LlamaMainArgs): Promise<number> {
     const results = await runResumeCost(options, modes as ResumeMode[]);
     const name = `resume-cost-${benchName(args.device, engine)}`;
     const file = `${name}.json`;
-    const report = { benchmark: name, date: new Date().toISOString(), engine, server, gpu, model: { ...model.spec, sparse: model.sparse, ctx: model.ctx, request_tokens: model.requestTokens }, duration_s: round((Date.now() - started) / 1000, 1), cases: results };
+    const report = { benchmark: name, date: new Date().toISOString(), engine, server, gpu, model: { ...model.spec, sparse: model.sparse, ctx: model.ctx, request_tokens: model.requestTokens }, warm_s: options.warmS, duration_s: round((Date.now() - started) / 1000, 1), cases: results };
     mkdirSync(outDir, { recursive: true });
     writeFileSync(join(outDir, file), `${JSON.stringify(report, null, 2)}\n`);
     if (args.json) process.stdout.write(`${JSON.stringify(report)}\n`);
@@ -1032,7 +1032,7 @@ export async function llamaBenchMain(args: LlamaMainArgs): Promise<number> {
   }
   const name = `pacing-${benchName(args.device, engine)}`;
   const file = `${name}.json`;
-  const reportOf = (results: readonly LlamaResult[], complete: boolean) => ({ benchmark: name, date: new Date().toISOString(), engine, server, gpu, stop_method: args.stopMethod ?? 'sigstop', model: { ...model.spec, sparse: model.sparse, ctx: model.ctx, request_tokens: model.requestTokens }, repeat: args.repeat, duration_s: round((Date.now() - started) / 1000, 1), complete, scenarios: results });
+  const reportOf = (results: readonly LlamaResult[], complete: boolean) => ({ benchmark: name, date: new Date().toISOString(), engine, server, gpu, stop_method: args.stopMethod ?? 'sigstop', model: { ...model.spec, sparse: model.sparse, ctx: model.ctx, request_tokens: model.requestTokens }, measure_s: options.measureS, warm_s: options.warmS, repeat: args.repeat, duration_s: round((Date.now() - started) / 1000, 1), complete, scenarios: results });
   const write = (results: readonly LlamaResult[], complete: boolean): void => {
     mkdirSync(outDir, { recursive: true });
     writeFileSync(join(outDir, file), `${JSON.stringify(reportOf(results, complete), null, 2)}\n`);
