@@ -641,15 +641,15 @@ static volatile gs_slot *slot_at(gs_segment *seg, uint32_t i) {
     return (volatile gs_slot *)(seg->base + GS_HEADER_SIZE + (size_t)i * GS_SLOT_SIZE);
 }
 
-static int writable_slot(gs_segment *seg, uint32_t slot) {
-    return seg != NULL && slot < GS_SLOT_COUNT && !seg->readonly;
-}
-
-/* Why a slot write cannot start: a read-only handle, a broken one, or a bad argument. */
-static int32_t write_refusal(gs_segment *seg) {
+/* Whether a write to `slot` may start: GS_OK, or why not (a bad argument, a read-only handle, a
+ * segment already broken or whose file changed size since the last check). Every slot write asks
+ * this first. */
+static int32_t slot_write_check(gs_segment *seg, uint32_t slot) {
     if (seg == NULL) return GS_ERR_ARG;
     if (seg->broken) return GS_ERR_TRUNCATED;
-    return seg->readonly ? GS_ERR_READONLY : GS_ERR_ARG;
+    if (seg->readonly) return GS_ERR_READONLY;
+    if (slot >= GS_SLOT_COUNT) return GS_ERR_ARG;
+    return size_changed(seg) ? GS_ERR_TRUNCATED : GS_OK;
 }
 
 static void copy_words(volatile uint32_t *dst, const volatile uint32_t *src, size_t words) {
@@ -728,7 +728,8 @@ static uint32_t stored_owner(uint32_t pid, uint32_t owner_pid) { return owner_pi
 int32_t gs_claim(gs_segment *seg, uint32_t slot, uint32_t expected_pid, int64_t expected_heartbeat_us,
                  uint32_t pid, uint32_t owner_pid, int64_t boot_us, float weight, uint32_t active,
                  const char *name, int64_t now_us) {
-    if (!writable_slot(seg, slot) || seg->broken || size_changed(seg)) return write_refusal(seg);
+    int32_t refused = slot_write_check(seg, slot);
+    if (refused != GS_OK) return refused;
     if (pid == 0 || pid == expected_pid) return GS_ERR_ARG;
     volatile gs_slot *s = slot_at(seg, slot);
     volatile int32_t rc = GS_OK; /* volatile: live across the guard's sigsetjmp */
@@ -762,7 +763,8 @@ static int owns(volatile gs_slot *s, uint32_t pid, int64_t boot_us) {
 }
 
 int32_t gs_heartbeat(gs_segment *seg, uint32_t slot, uint32_t pid, int64_t boot_us, int64_t now_us) {
-    if (!writable_slot(seg, slot) || seg->broken || size_changed(seg)) return write_refusal(seg);
+    int32_t refused = slot_write_check(seg, slot);
+    if (refused != GS_OK) return refused;
     volatile gs_slot *s = slot_at(seg, slot);
     volatile int32_t rc = GS_OK; /* volatile: live across the guard's sigsetjmp */
     GUARD_BEGIN(seg->broken, return GS_ERR_TRUNCATED);
@@ -774,7 +776,8 @@ int32_t gs_heartbeat(gs_segment *seg, uint32_t slot, uint32_t pid, int64_t boot_
 
 int32_t gs_update(gs_segment *seg, uint32_t slot, uint32_t pid, int64_t boot_us, float weight,
                   uint32_t active, uint32_t busy_ppm, uint32_t owner_pid, const char *name) {
-    if (!writable_slot(seg, slot) || seg->broken || size_changed(seg)) return write_refusal(seg);
+    int32_t refused = slot_write_check(seg, slot);
+    if (refused != GS_OK) return refused;
     volatile gs_slot *s = slot_at(seg, slot);
     volatile int32_t rc = GS_OK; /* volatile: live across the guard's sigsetjmp */
     GUARD_BEGIN(seg->broken, return GS_ERR_TRUNCATED);
@@ -794,7 +797,8 @@ int32_t gs_update(gs_segment *seg, uint32_t slot, uint32_t pid, int64_t boot_us,
 }
 
 int32_t gs_release(gs_segment *seg, uint32_t slot, uint32_t pid, int64_t boot_us) {
-    if (!writable_slot(seg, slot) || seg->broken || size_changed(seg)) return write_refusal(seg);
+    int32_t refused = slot_write_check(seg, slot);
+    if (refused != GS_OK) return refused;
     volatile gs_slot *s = slot_at(seg, slot);
     volatile int32_t rc = GS_OK; /* volatile: live across the guard's sigsetjmp */
     GUARD_BEGIN(seg->broken, return GS_ERR_TRUNCATED);
