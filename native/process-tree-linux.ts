@@ -74,13 +74,13 @@ function readThreads(pid: number): { cpuNs: number | null; children: number[] } 
   return { cpuNs, children };
 }
 
-/** CPU time of one process, µs: its threads' schedstat (ns precision), utime+stime otherwise. */
 /** When a process started (field 22 of /proc/<pid>/stat, clock ticks since boot); null when it is
  *  not there. With the pid, it names one process across pid reuse. */
 export function linuxProcessStartTicks(pid: number): number | null {
   return readStat(pid)?.startTicks ?? null;
 }
 
+/** CPU time of one process, µs: its threads' schedstat (ns precision), utime+stime otherwise. */
 export function linuxCpuTimeUs(pid: number): number | null {
   const { cpuNs } = readThreads(pid);
   if (cpuNs !== null && cpuNs > 0) return cpuNs / 1000;

@@ -12,6 +12,7 @@
  * it against real processes or recorders. It only ever signals processes it spawned itself (each
  * engine runs in its own process group, which it created).
  */
+import { connect } from 'node:net';
 import type { Clock } from '../clock.js';
 import { plan as planPlacement } from '../planner/plan.js';
 import { withElsewhere, wantsElsewhere } from '../planner/elsewhere.js';
@@ -305,6 +306,10 @@ async function pollUntil(probe: () => Promise<boolean>, still: () => boolean, ev
   return false;
 }
 
+/** How often a loading engine's /health is asked, and its declared port tried, until it answers. */
+const HEALTH_POLL_MS = 250;
+const LISTEN_POLL_MS = 100;
+
 /** Does http://127.0.0.1:PORT/health answer 200? */
 async function healthAnswers(port: number): Promise<boolean> {
   try {
@@ -316,8 +321,7 @@ async function healthAnswers(port: number): Promise<boolean> {
 }
 
 /** Does 127.0.0.1:PORT accept a TCP connection? For engines with a port but no /health we know of. */
-async function portAccepts(port: number): Promise<boolean> {
-  const { connect } = await import('node:net');
+function portAccepts(port: number): Promise<boolean> {
   return new Promise<boolean>((resolve) => {
     const socket = connect({ host: '127.0.0.1', port });
     const done = (ok: boolean): void => {
@@ -329,14 +333,6 @@ async function portAccepts(port: number): Promise<boolean> {
     socket.once('error', () => done(false));
   });
 }
-
-/** Poll http://127.0.0.1:PORT/health every 250 ms until it answers 200 (true), or `still()` turns
- *  false (false). */
-export const waitForHealth = (port: number, still: () => boolean): Promise<boolean> => pollUntil(() => healthAnswers(port), still, 250);
-
-/** Try a TCP connection to 127.0.0.1:PORT every 100 ms until one is accepted (true), or `still()`
- *  turns false (false). */
-export const waitForListening = (port: number, still: () => boolean): Promise<boolean> => pollUntil(() => portAccepts(port), still, 100);
 
 export class Supervisor {
   private readonly engines = new Map<string, Engine>();
@@ -481,10 +477,11 @@ export class Supervisor {
     hooks.onSpawned?.(copyStatus(engine.status));
     let markReady: () => void = () => undefined;
     const ready = new Promise<void>((resolve) => (markReady = resolve));
-    /** Running once `wait` says the engine answers on `port` (ready either way when it gives up). */
-    const readyWhen = (port: number, wait: (port: number, still: () => boolean) => Promise<boolean>): void => {
+    /** Running once `probe` says the engine answers on `port`, asked every `everyMs` while it
+     *  loads (ready either way when it stops loading). */
+    const readyWhen = (port: number, probe: (port: number) => Promise<boolean>, everyMs: number): void => {
       engine.status.port = port;
-      void wait(port, () => engine.status.state === 'loading').then((answers) => {
+      void pollUntil(() => probe(port), () => engine.status.state === 'loading', everyMs).then((answers) => {
         if (answers) this.becomeRunning(engine);
         markReady();
       });
@@ -512,8 +509,8 @@ export class Supervisor {
         // A llama-server is ready when its /health says so (it may load for minutes); a command
         // that declares an HTTP port (where the gateway sends requests) once it listens; any other
         // paced command once it is started and holds its slot.
-        if (healthPort !== null) readyWhen(healthPort, waitForHealth);
-        else if (declared !== null) readyWhen(declared, waitForListening);
+        if (healthPort !== null) readyWhen(healthPort, healthAnswers, HEALTH_POLL_MS);
+        else if (declared !== null) readyWhen(declared, portAccepts, LISTEN_POLL_MS);
         else {
           this.becomeRunning(engine);
           markReady();
@@ -538,7 +535,7 @@ export class Supervisor {
     });
     if (spec.kind === 'opencoti-llamafile') {
       // It paces itself (no `gpu-share run`, no "joined" line): ready when its /health says so.
-      readyWhen(healthPortOf(spec) ?? LLAMA_SERVER_DEFAULT_PORT, waitForHealth);
+      readyWhen(serverPortOf(spec), healthAnswers, HEALTH_POLL_MS);
     }
     await ready;
     return { plan: placement, engine: this.get(id) ?? null };
