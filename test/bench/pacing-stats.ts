@@ -1,4 +1,5 @@
 /** Figures the pacing benchmarks derive from token timestamps (µs on the wall clock). Pure. */
+import { medianOf } from '../../electron/core/pacer/gate.js';
 
 export const round = (x: number, digits = 2): number => Math.round(x * 10 ** digits) / 10 ** digits;
 
@@ -74,11 +75,8 @@ export function releasedAtUs(tokens: readonly number[], fromUs: number, holdUs: 
   return releasedAt;
 }
 
-export const median = (values: readonly number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
-};
+/** The cooperative gate's median (0 for none). */
+export const median = medianOf;
 
 
 /** Wall ms per token by its place in the engine's own windows, medians over the windows. */
