@@ -30,8 +30,9 @@ export interface ActivitySource {
   /** Direct evidence from the engine itself (a server's in-flight requests and generated tokens):
    *  true = working, false = idle (no request in flight or queued: `active` then clears
    *  KNOWN_IDLE_HYSTERESIS_US after the last evidence of work instead of ACTIVITY_WINDOW_US); null
-   *  or absent = it cannot say, judge by `workUs`. */
-  busyNow?(pid: number): boolean | null;
+   *  or absent = it cannot say, judge by `workUs`. `workUs`: the sample's own reading of
+   *  `workUs(pid)`, for a source that weighs it too (absent: read it afresh). */
+  busyNow?(pid: number, workUs?: number | null): boolean | null;
 }
 
 /** CPU time of the engine's whole process tree. */
@@ -196,7 +197,7 @@ export class ProcessGate {
     }
     const work = this.deps.activity.workUs(engine.pid);
     engine.unknownActivity = work === null && this.deps.activity.busyNow === undefined;
-    const busy = this.deps.activity.busyNow?.(engine.pid) ?? null;
+    const busy = this.deps.activity.busyNow?.(engine.pid, work) ?? null;
     if (busy === true) engine.lastWorkMonoUs = nowMonoUs;
     engine.knownIdle = busy === false;
     if (work !== null && engine.lastWorkUs !== null) {

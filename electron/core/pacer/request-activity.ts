@@ -17,9 +17,6 @@ import { workedDuring, type ActivitySource } from './process-gate.js';
  *  (its last tokens, freeing its slot), not a client of the engine's own port. */
 export const REQUEST_TAIL_US = 300_000;
 
-/** A `workUs` reading this recent belongs to the sample that asks `busyNow`. */
-const SAME_SAMPLE_US = 5_000;
-
 export interface RequestActivity extends ActivitySource {
   /** The gateway's count for this engine (requests answered now or waiting for their turn). */
   setInFlight(count: number): void;
@@ -34,27 +31,20 @@ export function requestActivity(inner: ActivitySource, monoUs: () => number): Re
   let idleSinceUs = 0;
   let lastSample: { work: number; atUs: number } | null = null;
   let directWorkAtUs: number | null = null;
-  // The process gate reads `workUs` and then asks `busyNow` in the same sample: the reading (a
-  // walk of the process tree) is kept for it rather than taken twice.
-  let lastRead: { pid: number; work: number | null; atUs: number } | null = null;
-  const workOf = (pid: number, nowUs: number): number | null =>
-    lastRead !== null && lastRead.pid === pid && nowUs - lastRead.atUs <= SAME_SAMPLE_US ? lastRead.work : inner.workUs(pid);
   return {
     setInFlight(count) {
       if (count === 0 && inFlight !== 0) idleSinceUs = monoUs();
       inFlight = count;
     },
-    workUs: (pid) => {
-      lastRead = { pid, work: inner.workUs(pid), atUs: monoUs() };
-      return lastRead.work;
-    },
-    busyNow(pid) {
-      const said = inner.busyNow?.(pid) ?? null;
+    workUs: (pid) => inner.workUs(pid),
+    busyNow(pid, sampled) {
+      const said = inner.busyNow?.(pid, sampled) ?? null;
       if (inFlight === null) return said;
       if (inFlight > 0) return true;
       if (said !== null) return said;
       const now = monoUs();
-      const work = workOf(pid, now);
+      // The process gate hands over the sample's reading (a walk of the process tree), not taken twice.
+      const work = sampled === undefined ? inner.workUs(pid) : sampled;
       if (work !== null && lastSample !== null && lastSample.atUs - idleSinceUs >= REQUEST_TAIL_US) {
         // The process gate's own test of a sample (it was allowed to run all along, or this is
         // an overestimate of its runnable time, which only makes the test stricter).
