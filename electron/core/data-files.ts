@@ -151,6 +151,27 @@ export function readDataFile(file: string, limit = DATA_FILE_LIMIT_BYTES): strin
   return readDataBytes(file, limit)?.toString('utf8') ?? null;
 }
 
+/** A data file's JSON, read by readDataFile's rules: none (no file), its value, or why it cannot be
+ *  used. A parse error is named by where it is, never by the parser's excerpt of the file (data
+ *  files hold tokens). */
+export type JsonDataFile = { kind: 'none' } | { kind: 'json'; value: unknown } | { kind: 'bad'; problem: string };
+
+export function readJsonDataFile(file: string, limit = DATA_FILE_LIMIT_BYTES): JsonDataFile {
+  let text: string | null;
+  try {
+    text = readDataFile(file, limit);
+  } catch (error) {
+    if (error instanceof DataFileError) return { kind: 'bad', problem: error.message };
+    throw error;
+  }
+  if (text === null) return { kind: 'none' };
+  try {
+    return { kind: 'json', value: parseJsonFile(text) };
+  } catch (error) {
+    return { kind: 'bad', problem: `${file} ${jsonProblem(error)}` };
+  }
+}
+
 /** readDataFile's bytes, undecoded. */
 export function readDataBytes(file: string, limit = DATA_FILE_LIMIT_BYTES): Buffer | null {
   let fd: number;

@@ -7,9 +7,11 @@ import { lstatSync, mkdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import * as v from 'valibot';
-import { backupCopy, DataFileError, jsonProblem, parseJsonFile, readDataFile, writeDataFile } from './data-files.js';
+import { backupCopy, DataFileError, jsonProblem, parseJsonFile, readDataFile, readJsonDataFile, writeDataFile } from './data-files.js';
 import { IDLE_UNLOAD_MINUTES } from './contract.js';
-import { examine, got, openRecord, optionalEntries, pathText, strictRecord, TRUE_OR_FALSE, wholeNumber } from './schema.js';
+import { DEFAULT_CONTROLS } from './planner/snapshot.js';
+import type { OperatorControls } from './planner/types.js';
+import { examine, got, isRecord, openRecord, optionalEntries, pathText, strictRecord, TRUE_OR_FALSE, wholeNumber } from './schema.js';
 
 export const SETTINGS_VERSION = 1;
 
@@ -85,6 +87,50 @@ const withoutValue = (problem: string): string => {
   const at = problem.indexOf(', got ');
   return at === -1 ? problem : problem.slice(0, at);
 };
+
+/** What the data folder's settings.json says, read without creating or changing anything. */
+export interface FolderSettings {
+  apiPort: number | null;
+  apiToken: string | null;
+  controls: OperatorControls;
+  policyRevision: string | null;
+  /** Why the file could not be used, when it could not. */
+  problem: string | null;
+}
+
+/** The settings file's fields that `plan` and `serve`'s port use, each checked: a field of the wrong type is named and
+ *  left at its default, the rest is used. */
+export function readFolderSettings(dataDir: string): FolderSettings {
+  const file = join(dataDir, 'settings.json');
+  const none: FolderSettings = { apiPort: null, apiToken: null, controls: DEFAULT_CONTROLS, policyRevision: null, problem: null };
+  // As the server reads it: never through a link, never waiting on a FIFO, this user's, bounded.
+  const read = readJsonDataFile(file);
+  if (read.kind === 'bad') return { ...none, problem: read.problem };
+  if (read.kind === 'none') return { ...none, problem: `no ${file}` };
+  if (!isRecord(read.value)) return { ...none, problem: `${file} is not a JSON object` };
+  const o = read.value;
+  const problems: string[] = [];
+  const flag = (name: string): boolean => {
+    const v = o[name];
+    if (v === undefined) return false;
+    if (typeof v === 'boolean') return v;
+    problems.push(`${name}: must be true or false`);
+    return false;
+  };
+  const port = o['apiPort'];
+  const apiPort = typeof port === 'number' && Number.isInteger(port) && port > 0 && port < 65536 ? port : null;
+  if (port !== undefined && apiPort === null) problems.push('apiPort: must be a port from 1 to 65535');
+  const token = o['apiToken'];
+  const revision = o['policyRevision'];
+  if (revision !== undefined && typeof revision !== 'string') problems.push('policyRevision: must be a revision name');
+  return {
+    apiPort,
+    apiToken: typeof token === 'string' && token !== '' ? token : null,
+    controls: { draining: flag('draining'), labPaused: flag('labPaused'), allowedCapabilities: null },
+    policyRevision: typeof revision === 'string' ? revision : null,
+    problem: problems.length === 0 ? null : `${file}: ${problems.join('; ')}`,
+  };
+}
 
 export function newToken(): string {
   return randomBytes(32).toString('base64url');

@@ -14,8 +14,7 @@ import { acquireDataLock, DataLockError, LOCK_NAME } from '../../electron/core/d
 import { listEngineRecords, writeEngineFile, type EngineStateFile } from '../../electron/core/engines/engine-files.js';
 import { ProfileStore } from '../../electron/core/engines/profiles.js';
 import { EnvelopeStore } from '../../electron/core/planner/envelopes.js';
-import { openNodeSettings, SettingsFileError } from '../../electron/core/settings.js';
-import { readFolderSettings } from '../../electron/core/commands/plan.js';
+import { openNodeSettings, readFolderSettings, SettingsFileError } from '../../electron/core/settings.js';
 
 const isRoot = process.getuid?.() === 0;
 /** A uid that is not ours (tests run as root here; nobody is 65534). */

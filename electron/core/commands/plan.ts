@@ -23,13 +23,14 @@ import { defaultContextSize, PLAN_INPUTS_PATH, type PlanInputs } from '../contra
 import { plan } from '../planner/plan.js';
 import { DEFAULT_POLICY, KNOWN_REVISIONS_TEXT, policyByRevision, revisionNamed, type PlannerPolicy, type Priority } from '../planner/policy.js';
 import { PressureTracker } from '../planner/pressure.js';
-import { DEFAULT_CONTROLS, snapshotFromSample, usedFraction } from '../planner/snapshot.js';
-import { PlannerInputError, type OperatorControls, type PlacementPlan, type PlannerSnapshot, type PlanInputsSource, type PlanRequest } from '../planner/types.js';
+import { snapshotFromSample, usedFraction } from '../planner/snapshot.js';
+import { PlannerInputError, type PlacementPlan, type PlannerSnapshot, type PlanInputsSource, type PlanRequest } from '../planner/types.js';
 import type { DeviceSample } from '../telemetry/types.js';
 import { discoverTelemetry } from '../telemetry/discovery.js';
 import { trackEngineTrees } from '../telemetry/resident.js';
 import { engineTreesOf, foldEngineTrees } from '../telemetry/engine-trees.js';
-import { checkDataDir, DataFileError, jsonProblem, parseJsonFile, readDataFile } from '../data-files.js';
+import { checkDataDir } from '../data-files.js';
+import { readFolderSettings, type FolderSettings } from '../settings.js';
 import { listEngines, residentsSupervisedElsewhere } from '../engines/engine-files.js';
 import type { CommandIo } from './io.js';
 
@@ -64,62 +65,6 @@ export function exitCodeForPlan(p: PlacementPlan): number {
 /** A bad flag value found while running (a missing model file, an unknown device): exit code 2. */
 export class PlanCommandError extends Error {
   override readonly name = 'PlanCommandError';
-}
-
-/** What the data folder's settings.json says, read without creating or changing anything. */
-interface FolderSettings {
-  apiPort: number | null;
-  apiToken: string | null;
-  controls: OperatorControls;
-  policyRevision: string | null;
-  /** Why the file could not be used, when it could not. */
-  problem: string | null;
-}
-
-/** The settings file's fields `plan` uses, each checked: a field of the wrong type is named and
- *  left at its default, the rest is used. */
-export function readFolderSettings(dataDir: string): FolderSettings {
-  const file = join(dataDir, 'settings.json');
-  const none: FolderSettings = { apiPort: null, apiToken: null, controls: DEFAULT_CONTROLS, policyRevision: null, problem: null };
-  let text: string | null;
-  try {
-    // As the server reads it: never through a link, never waiting on a FIFO, this user's, bounded.
-    text = readDataFile(file);
-  } catch (error) {
-    if (error instanceof DataFileError) return { ...none, problem: error.message };
-    throw error;
-  }
-  if (text === null) return { ...none, problem: `no ${file}` };
-  let value: unknown;
-  try {
-    value = parseJsonFile(text);
-  } catch (error) {
-    // Never the parser's excerpt: the file holds the API token.
-    return { ...none, problem: `${file} ${jsonProblem(error)}` };
-  }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return { ...none, problem: `${file} is not a JSON object` };
-  const o = value as Record<string, unknown>;
-  const problems: string[] = [];
-  const flag = (name: string): boolean => {
-    const v = o[name];
-    if (v === undefined) return false;
-    if (typeof v === 'boolean') return v;
-    problems.push(`${name}: must be true or false`);
-    return false;
-  };
-  const port = o['apiPort'];
-  const apiPort = typeof port === 'number' && Number.isInteger(port) && port > 0 && port < 65536 ? port : null;
-  if (port !== undefined && apiPort === null) problems.push('apiPort: must be a port from 1 to 65535');
-  const token = o['apiToken'];
-  const revision = o['policyRevision'];
-  if (revision !== undefined && typeof revision !== 'string') problems.push('policyRevision: must be a revision name');
-  return {
-    apiPort,
-    apiToken: typeof token === 'string' && token !== '' ? token : null,
-    controls: { draining: flag('draining'), labPaused: flag('labPaused'), allowedCapabilities: null },
-    policyRevision: typeof revision === 'string' ? revision : null,
-    problem: problems.length === 0 ? null : `${file}: ${problems.join('; ')}`,
-  };
 }
 
 /** The answer of a running serve or app, or why there is none to use. */

@@ -14,10 +14,9 @@ import { startCore } from '../app.js';
 import { startApiServer } from '../api/server.js';
 import { DEFAULT_API_PORT } from '../contract.js';
 import { POLICY_M10_V1, withQueueDepth } from '../planner/policy.js';
-import { openNodeSettings } from '../settings.js';
+import { openNodeSettings, readFolderSettings } from '../settings.js';
 import { rendererDir } from '../paths.js';
 import { stopSignals, type CommandIo } from './io.js';
-import { readFolderSettings } from './plan.js';
 
 export interface ServeOptions {
   /** null: the port in the settings (7787 by default). 0 picks a free one. */

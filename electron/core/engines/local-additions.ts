@@ -11,7 +11,7 @@
 import { mkdirSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import * as v from 'valibot';
-import { DataFileError, jsonProblem, parseJsonFile, readDataFile, writeDataFile } from '../data-files.js';
+import { DataFileError, readJsonDataFile, writeDataFile } from '../data-files.js';
 import { examine, got, pathText, strictRecord } from '../schema.js';
 
 export const LOCAL_ADDITIONS_FILE = 'local.json';
@@ -108,21 +108,10 @@ type Read = { ok: true; value: LocalAdditions } | { ok: false; problem: string }
 
 /** The file's additions; a missing file is none. Never follows a link or waits on a FIFO. */
 export function readAdditions(file: string): Read {
-  let text: string | null;
-  try {
-    text = readDataFile(file, FILE_MAX_BYTES);
-  } catch (error) {
-    if (error instanceof DataFileError) return { ok: false, problem: error.message };
-    throw error;
-  }
-  if (text === null) return { ok: true, value: { executables: [], modelFolders: [] } };
-  let parsed: unknown;
-  try {
-    parsed = parseJsonFile(text);
-  } catch (error) {
-    return { ok: false, problem: `${file} ${jsonProblem(error)}` };
-  }
-  const checked = examine(DOCUMENT, parsed);
+  const read = readJsonDataFile(file, FILE_MAX_BYTES);
+  if (read.kind === 'bad') return { ok: false, problem: read.problem };
+  if (read.kind === 'none') return { ok: true, value: { executables: [], modelFolders: [] } };
+  const checked = examine(DOCUMENT, read.value);
   if (!checked.ok) return { ok: false, problem: `${file}: ${pathText('', checked.problem.keys) || 'the document'}: ${checked.problem.message}` };
   return { ok: true, value: { executables: checked.value.executables, modelFolders: checked.value.modelFolders } };
 }
