@@ -612,11 +612,11 @@ class GpuShareCore implements Core {
       this.log(`profile ${profile.id}: its preferred device ${profile.gpuKey} is not present; launching on another`);
     }
     const nowUs = this.clock.wallUs();
+    const live = this.supervisor.list().filter((e) => e.state === 'running' || e.state === 'loading');
     const devices = keys.map((key) => {
-      const sample = this.sampler.latest(key);
-      const fresh = sample !== null && !this.sampler.isStale(sample, nowUs) && sample.health !== 'FAILED';
-      const engines = this.supervisor.list().filter((e) => e.gpuKey === key && (e.state === 'running' || e.state === 'loading'));
-      return { key, freeBytes: fresh ? this.vramView(sample, engines, []).freeBytes : null };
+      const sample = this.sampler.fresh(key, nowUs);
+      const usable = sample !== null && sample.health !== 'FAILED';
+      return { key, freeBytes: usable ? this.vramView(sample, live.filter((e) => e.gpuKey === key), []).freeBytes : null };
     });
     return chooseLaunchDevice({ requested, preferred: profile.gpuKey, devices })?.key ?? this.gpuKey;
   }

@@ -47,8 +47,6 @@ function readProc(path: string): string | null {
 
 const bootId = (): string | null => readProc('/proc/sys/kernel/random/boot_id')?.trim() ?? null;
 
-
-
 /** Why the holder is gone, or null when it may still run (or cannot be told from here). */
 export function holderGone(holder: LockHolder, here: { host: string; bootId: string | null; procStartOf: (pid: number) => number | null; alive: (pid: number) => boolean }): string | null {
   if (holder.host !== here.host) return null;

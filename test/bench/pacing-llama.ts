@@ -35,6 +35,7 @@ import { writeGguf, type GgufSpec } from '../fixtures/gguf.js';
 import { LLAMA_SERVER_HINT, findLlamaServer, freePort, llamaServerArgs, nvidiaSmiListsGpu, streamCompletion, waitHealthy, type LlamaServerArgs } from '../fixtures/llama-server.js';
 import { BUILTIN_HOST, CLI, ROOT, predictedTokens } from '../fixtures/procs.js';
 import { PACER_TRACE_ENV, parseGateTrace, type GateTraceEvent } from '../../electron/core/pacer/trace.js';
+import { STOP_METHODS, type StopMethod } from '../../electron/core/pacer/stop-method.js';
 import { TRACE_MAX_S, analyseTrace, type PacingTrace, type TraceFindings } from './pacing-trace.js';
 import { costByWindowPosition, counterAt, gapsMs, median, rateOverWholeRequests, releaseS, releasedAtUs, round, summary, textTable, wakeMs, windowStartCost, type WindowPositionCost } from './pacing-stats.js';
 
@@ -117,7 +118,7 @@ export interface LlamaBenchOptions {
    *  costs nothing when absent. */
   onTrace?: (trace: Omit<PacingTrace, 'run'>) => void;
   /** --stop-method: how `gate` stops an engine (`gpu-share run --stop-method`); sigstop unless told. */
-  stopMethod?: 'sigstop' | 'cuda-lock';
+  stopMethod?: StopMethod;
 }
 
 export interface PhaseUtilization {
@@ -372,10 +373,10 @@ function startClient(engine: Engine, requestTokens: number, wallUs: () => number
 
 /** Every engine's server pid, for signals: never a guess (a pid of -1 would signal every
  *  process we may signal). */
-function serverPids(engines: readonly Engine[], mode: string): number[] {
+function serverPids(engines: readonly Engine[]): number[] {
   return engines.map((e) => {
     const pid = e.serverPid();
-    if (pid === undefined || pid <= 0) throw new Error(`${mode}: the server pid of the engine on port ${e.port} is unknown`);
+    if (pid === undefined || pid <= 0) throw new Error(`naive: the server pid of the engine on port ${e.port} is unknown`);
     return pid;
   });
 }
@@ -479,7 +480,7 @@ async function runOnce(options: LlamaBenchOptions, scenario: LlamaScenario, mode
     // engine idle.
     for (const engine of engines) await streamCompletion(engine.port, Math.min(200, config.requestTokens), wallUs, { body: kind });
     if (options.warmS > 0) {
-      const stopWarmPacer = mode === 'naive' ? naivePacer(serverPids(engines, 'naive'), schedule, wallUs) : null;
+      const stopWarmPacer = mode === 'naive' ? naivePacer(serverPids(engines), schedule, wallUs) : null;
       for (const engine of engines) startClient(engine, config.requestTokens, wallUs);
       await sleep(options.warmS * 1000);
       stopWarmPacer?.();
@@ -497,7 +498,7 @@ async function runOnce(options: LlamaBenchOptions, scenario: LlamaScenario, mode
     for (const engine of engines.slice(1)) startClient(engine, config.requestTokens, wallUs);
     let stopNaive: (() => void) | null = null;
     if (mode === 'naive') {
-      stopNaive = naivePacer(serverPids(engines, 'naive'), schedule, wallUs, tracing ? (index, event) => naiveEvents[index]?.push(event) : undefined);
+      stopNaive = naivePacer(serverPids(engines), schedule, wallUs, tracing ? (index, event) => naiveEvents[index]?.push(event) : undefined);
     }
     // Everyone decoding for a second, then whole periods.
     const deadline = Date.now() + 30_000;
@@ -594,7 +595,7 @@ async function runOnce(options: LlamaBenchOptions, scenario: LlamaScenario, mode
 /** One run's trace over the measured interval (its first TRACE_MAX_S): the supervisors' files
  *  (flushed every second: the interval ended seconds ago) or the naive loop's signals, each
  *  engine's tokens, NVML's samples. */
-function takeTrace(run: { scenario: LlamaScenario; mode: LlamaMode; stopMethod?: 'sigstop' | 'cuda-lock' | undefined; schedule: Schedule; engines: readonly Engine[]; fromUs: number; toUs: number; traceDir: string | null; naiveEvents: GateTraceEvent[][]; nvml: ReturnType<typeof nvmlSampler>; device: LlamaDevice }): Omit<PacingTrace, 'run'> {
+function takeTrace(run: { scenario: LlamaScenario; mode: LlamaMode; stopMethod?: StopMethod | undefined; schedule: Schedule; engines: readonly Engine[]; fromUs: number; toUs: number; traceDir: string | null; naiveEvents: GateTraceEvent[][]; nvml: ReturnType<typeof nvmlSampler>; device: LlamaDevice }): Omit<PacingTrace, 'run'> {
   const { schedule, fromUs } = run;
   const toUs = Math.min(run.toUs, fromUs + TRACE_MAX_S * 1e6);
   const engines = run.engines.map((engine, slot) => {
@@ -828,7 +829,7 @@ async function resumeCostOnce(options: LlamaBenchOptions, model: string, c: Resu
     for (const engine of engines) startClient(engine, config.requestTokens, wallUs);
     let stopPacer: (() => void) | null = null;
     if (stopUs > 0 && mode === 'naive') {
-      stopPacer = naivePacer(serverPids(engines, 'naive'), schedule, wallUs);
+      stopPacer = naivePacer(serverPids(engines), schedule, wallUs);
     }
     // Measured after the warm-up (LLAMA_WARM_S), in the case's own windows.
     const fromUs = Math.ceil((wallUs() + 1e6 + options.warmS * 1e6) / schedule.periodUs) * schedule.periodUs;
@@ -995,7 +996,7 @@ export async function llamaBenchMain(args: LlamaMainArgs): Promise<number> {
   const modes = args.modes?.split(',') ?? [...(args.resumeCost === true ? RESUME_MODES[engine] : defaultLlamaModes(args.device, engine))];
   const unknownMode = modes.find((m) => !allowed.includes(m));
   if (unknownMode !== undefined) return fail(`--modes: mode ${unknownMode} is not one the ${engine} engine runs${args.resumeCost === true ? ' in --resume-cost' : ''} (${allowed.join(', ')})`);
-  if (args.stopMethod !== undefined && args.stopMethod !== 'sigstop' && args.stopMethod !== 'cuda-lock') return fail(`--stop-method: sigstop or cuda-lock (got ${args.stopMethod})`);
+  if (args.stopMethod !== undefined && !(STOP_METHODS as readonly string[]).includes(args.stopMethod)) return fail(`--stop-method: sigstop or cuda-lock (got ${args.stopMethod})`);
   if (args.trace !== undefined && args.resumeCost === true) return fail('--trace: goes with the scenarios, not --resume-cost');
   if (args.trace !== undefined && (args.trace === '' || !existsSync(dirname(resolvePath(args.trace))))) return fail(`--trace: ${JSON.stringify(args.trace)} is not a file in an existing folder`);
   const names = args.scenarios?.split(',') ?? LLAMA_SCENARIOS.map((s) => s.name);

@@ -89,8 +89,7 @@ export class ModelCatalog {
     return { models: views, places: scan.places, truncated: scan.truncated, pending, elapsedMs: Math.round(this.deps.nowMs() - started) };
   }
 
-  /** Estimates the models in the background, one at a time (llama.cpp kept loaded between them,
-   *  let go at the end); a call while they run starts none. */
+  /** Estimates the models in the background, one at a time; a call while they run starts none. */
   private estimateLater(models: { path: string; contextSize: number; key: string }[]): void {
     const estimate = this.deps.peak;
     if (estimate === undefined || this.estimating !== null) return;

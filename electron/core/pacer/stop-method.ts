@@ -11,8 +11,8 @@
 import type { CudaCheckpoint } from '../../../native/cuda-checkpoint.js';
 import type { ProcessControl } from '../../../native/process-control.js';
 
-export type StopMethod = 'sigstop' | 'cuda-lock';
-export const STOP_METHODS: readonly StopMethod[] = ['sigstop', 'cuda-lock'];
+export const STOP_METHODS = ['sigstop', 'cuda-lock'] as const;
+export type StopMethod = (typeof STOP_METHODS)[number];
 /** A lock waits at most this long for the engine's submitted work (then the engine is left
  *  running and SIGSTOP stops it). */
 export const CUDA_LOCK_TIMEOUT_MS = 100;

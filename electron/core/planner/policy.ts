@@ -80,11 +80,6 @@ export const POLICY_M10_V1_MAX_RESERVE: PlannerPolicy = Object.freeze({
 export const POLICY_REVISIONS: readonly PlannerPolicy[] = Object.freeze([POLICY_M10_V1, POLICY_M10_V1_MAX_RESERVE]);
 export const DEFAULT_POLICY = POLICY_M10_V1;
 
-/**
- * The policy a revision name stands for: a known revision, with an operator's queue override
- * (`+queue.maxDepth=N`, withQueueDepth) when it carries one. null for a name this build does not
- * know (a newer build's revision, a typo): the caller says so rather than guess its numbers.
- */
 /** A revision this build knows, by its plain name (no override); undefined otherwise. */
 export function revisionNamed(name: string): PlannerPolicy | undefined {
   return POLICY_REVISIONS.find((p) => p.revision === name);
@@ -93,10 +88,16 @@ export function revisionNamed(name: string): PlannerPolicy | undefined {
 /** The revisions this build knows, for messages. */
 export const KNOWN_REVISIONS_TEXT = POLICY_REVISIONS.map((p) => p.revision).join(', ');
 
+/**
+ * The policy a revision name stands for: a known revision, with an operator's queue override
+ * (`+queue.maxDepth=N`, withQueueDepth) when it carries one. null for a name this build does not
+ * know (a newer build's revision, a typo): the caller says so rather than guess its numbers.
+ */
 export function policyByRevision(revision: string): PlannerPolicy | null {
   const match = /^(.*?)(?:\+queue\.maxDepth=(\d{1,9}))?$/.exec(revision);
-  const base = match?.[1] === undefined ? undefined : revisionNamed(match[1]);
-  if (base === undefined || match === null) return null;
+  if (match === null) return null;
+  const base = revisionNamed(match[1] ?? '');
+  if (base === undefined) return null;
   if (match[2] === undefined) return base;
   const depth = Number(match[2]);
   if (!Number.isInteger(depth) || depth < 1 || depth === base.queue.maxDepth) return null;
