@@ -178,8 +178,8 @@ function fileStamp(path: string): string {
  * (`onProblem` says why); keys missing from it take their defaults, except the API token, which
  * stays what it was (the dashboard would lose its way in otherwise).
  */
-export function settingsFrom(conf: ConfLike, onProblem: (message: string) => void = () => undefined): SettingsStore {
-  let current = conf.store;
+export function settingsFrom(conf: ConfLike, onProblem: (message: string) => void = () => undefined, opened: Settings = conf.store): SettingsStore {
+  let current = opened;
   let seen = fileStamp(conf.path);
   let lastProblem = '';
   const refresh = (): void => {
@@ -222,14 +222,17 @@ export function settingsFrom(conf: ConfLike, onProblem: (message: string) => voi
  * token on first start) and writes that back.
  */
 export class SettingsFile implements ConfLike {
+  /** The settings as it opened them (read, with defaults filled in and written back). */
+  readonly opened: Settings;
+
   constructor(
     readonly path: string,
     private readonly defaults: Settings,
   ) {
     const read = this.read();
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-    const full = { ...defaults, ...read } as Settings;
-    if (!isDeepStrictEqual(full, read)) this.store = full;
+    this.opened = { ...defaults, ...read } as Settings;
+    if (!isDeepStrictEqual(this.opened, read)) this.store = this.opened;
   }
 
   private read(): Partial<Settings> {
@@ -300,5 +303,6 @@ const exists = (file: string): boolean => {
 export function openNodeSettings(dataDir: string, apiPort: number, onProblem?: (message: string) => void): SettingsStore {
   const file = join(dataDir, 'settings.json');
   const { conf, loadProblem } = openWithRecovery(() => new SettingsFile(file, defaultSettings(apiPort)), file);
-  return { ...settingsFrom(conf, onProblem), loadProblem };
+  // The file was just read to open it: not read a second time.
+  return { ...settingsFrom(conf, onProblem, conf.opened), loadProblem };
 }
