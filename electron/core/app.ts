@@ -190,7 +190,7 @@ class GpuShareCore implements Core {
       places: () => machineModelPlaces(this.additions.current().modelFolders),
       inspect: (path) => inspectModelFile(path),
       // The estimator child stays up between estimates and leaves by itself once idle.
-      peak: (path, contextSize) => modelPeak(this.envelopes, path, { contextSize, gpuLayers: DEFAULT_GPU_LAYERS, engineKind: 'builtin' }, undefined, this.estimator),
+      peak: (path, contextSize) => modelPeak(this.envelopes, path, { contextSize, gpuLayers: DEFAULT_GPU_LAYERS, engineKind: 'builtin' }, { estimator: this.estimator }),
       fit: (model, peak, contextSize) => this.fitNow(model, peak, contextSize),
       nowMs: () => performance.now(),
       budgetMs: LOCAL_MODELS_BUDGET_MS,
@@ -416,7 +416,7 @@ class GpuShareCore implements Core {
     if (!check.ok) throw badField('modelPath', describeModelCheck(check.problem, check.detail));
     const contextSize = options.contextSize ?? defaultContextSize(check.facts.trainContextSize);
     const kvCacheType = options.kvCacheType ?? 'f16';
-    const peak = await this.guard(() => modelPeak(this.envelopes, modelPath, { contextSize, gpuLayers: DEFAULT_GPU_LAYERS, engineKind: 'builtin' }, kvCacheType, this.estimator, check.facts));
+    const peak = await this.guard(() => modelPeak(this.envelopes, modelPath, { contextSize, gpuLayers: DEFAULT_GPU_LAYERS, engineKind: 'builtin' }, { kvCacheType, estimator: this.estimator, checked: check.facts }));
     return {
       modelPath,
       fileBytes: check.facts.fileBytes,

@@ -136,7 +136,7 @@ export async function runPlan(options: PlanOptions, io: CommandIo, clock: Clock)
   let peak = modelProblem === null ? null : unusable(modelProblem);
   if (peak === null) {
     try {
-      peak = await modelPeak(new EnvelopeStore(join(options.dataDir, 'envelopes.json')), options.model, { contextSize, gpuLayers: options.gpuLayers, engineKind: options.engineKind }, undefined, undefined, check.ok ? check.facts : undefined);
+      peak = await modelPeak(new EnvelopeStore(join(options.dataDir, 'envelopes.json')), options.model, { contextSize, gpuLayers: options.gpuLayers, engineKind: options.engineKind }, { checked: check.ok ? check.facts : undefined });
     } catch (error) {
       // node-llama-cpp's parser (in its child) refused the file or died on it.
       if (!(error instanceof ModelFileError)) throw error;

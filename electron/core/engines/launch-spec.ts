@@ -44,7 +44,7 @@ export async function launchSpecFor(profile: Profile, envelopes: EnvelopeStore, 
     peak = { modelKey: `command:${profile.command ?? profile.id}`, peakBytes: COMMAND_PEAK_BYTES, peakSource: 'ESTIMATED' };
   } else {
     try {
-      peak = await modelPeak(envelopes, profile.modelPath, { contextSize, gpuLayers: profile.gpuLayers, engineKind: profile.engineKind }, kvCacheTypeOf(profile.args), overrides.estimator);
+      peak = await modelPeak(envelopes, profile.modelPath, { contextSize, gpuLayers: profile.gpuLayers, engineKind: profile.engineKind }, { kvCacheType: kvCacheTypeOf(profile.args), estimator: overrides.estimator });
     } catch (error) {
       if (!(error instanceof ModelFileError)) throw error;
       // The plan says REJECT_HEALTH with the problem's code; nothing is estimated or started.

@@ -302,10 +302,18 @@ export interface ModelPeak {
   trainContextSize: number | null;
 }
 
+/** How modelPeak estimates: the K/V cache type (f16 unless said), the estimator (a one-shot child
+ *  unless given), and `checked`: the caller's own check of the file a moment ago
+ *  (inspectModelFile, its header walked once), so it is not read again. */
+export interface ModelPeakOptions {
+  kvCacheType?: KvCacheType | undefined;
+  estimator?: Estimator | undefined;
+  checked?: { trainContextSize: number | null } | undefined;
+}
+
 /** A model's peak for planning: its envelope's measurement when there is one, otherwise the GGUF
- *  estimate, made in a child process (childEstimator). `checked`: the caller's own check of the
- *  file a moment ago (inspectModelFile, its header walked once), so it is not read again. */
-export async function modelPeak(envelopes: EnvelopeStore, modelPath: string, key: Omit<EnvelopeKey, 'modelKey'>, kvCacheType?: KvCacheType, estimator?: Estimator, checked?: { trainContextSize: number | null }): Promise<ModelPeak> {
+ *  estimate, made in a child process (childEstimator). */
+export async function modelPeak(envelopes: EnvelopeStore, modelPath: string, key: Omit<EnvelopeKey, 'modelKey'>, { kvCacheType, estimator, checked }: ModelPeakOptions = {}): Promise<ModelPeak> {
   // A file that changed since it was measured (truncated by a failed copy) is checked anew.
   const { trainContextSize } = checked ?? (await requireUsableModel(modelPath));
   const { modelKey, sizeBytes } = modelIdentity(modelPath);
