@@ -7,8 +7,8 @@ import type { PeakParts } from '../planner/memory.js';
 import { ModelFileError, modelPeak, type Estimator } from '../planner/estimate.js';
 import { MiB, type Priority } from '../planner/policy.js';
 import { checkEngineExecutable } from './executables.js';
-import { effectiveWeight, type Profile } from './profiles.js';
-import { DEFAULT_EXECUTABLE, type LaunchSpec } from './supervisor.js';
+import { DEFAULT_EXECUTABLE, effectiveWeight, type Profile } from './profiles.js';
+import type { LaunchSpec } from './supervisor.js';
 
 /** A command without a model file has no envelope to start from: this much until measured. */
 export { kvCacheTypeOf };

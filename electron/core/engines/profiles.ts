@@ -26,6 +26,9 @@ export type { Priority } from '../planner/policy.js';
 export const ENGINE_KINDS = ['builtin', 'llama-server', 'llamafile', 'opencoti-llamafile', 'command'] as const;
 export type EngineKind = (typeof ENGINE_KINDS)[number];
 
+/** The executable each kind runs when its profile names none (found on PATH then). */
+export const DEFAULT_EXECUTABLE: Readonly<Record<Exclude<EngineKind, 'builtin' | 'command'>, string>> = { 'llama-server': 'llama-server', llamafile: 'llamafile', 'opencoti-llamafile': 'llamafile' };
+
 export const PROFILES_DOCUMENT_VERSION = 1;
 export const PROFILE_ID_MAX = 40;
 export const PROFILE_NAME_MAX_BYTES = 47;

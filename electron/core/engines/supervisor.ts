@@ -27,7 +27,7 @@ import type { DeviceSnapshot } from '../planner/snapshot.js';
 import { formatControl } from './control-protocol.js';
 import { parseHostLine } from './host-protocol.js';
 import { parsePacerLine } from '../pacer/overshoot.js';
-import type { EngineKind } from './profiles.js';
+import { DEFAULT_EXECUTABLE, type EngineKind } from './profiles.js';
 import { ENGINE_SECRET_ENV, newEngineSecret } from './engine-secret.js';
 import { pinningFor } from './device-pinning.js';
 import type { VulkanMatch } from './vulkan-match.js';
@@ -219,8 +219,6 @@ export const ENDED_KEEP_US = 10 * 60_000_000;
 
 const hasEnded = (state: EngineState): boolean => state === 'stopped' || state === 'exited' || state === 'crashed';
 
-/** The executable each kind runs when its profile names none (found on PATH then). */
-export const DEFAULT_EXECUTABLE: Readonly<Record<Exclude<EngineKind, 'builtin' | 'command'>, string>> = { 'llama-server': 'llama-server', llamafile: 'llamafile', 'opencoti-llamafile': 'llamafile' };
 
 /** The command line for a spec. Pure. `secret`: the engine's own, which its port will require
  *  (the built-in engine gets it in its environment, llama-server and llamafile as `--api-key`;
