@@ -117,6 +117,12 @@ export const realFiles: FileFacts = {
 
 /** Why a file may not be run as an engine, or null when it may. */
 export function fileProblem(path: string, files: FileFacts = realFiles): ExecutableProblemCode | null {
+  const checked = runnableFile(path, files);
+  return typeof checked === 'string' ? checked : null;
+}
+
+/** The file's stat when it is a file we may run, else why not (one stat). */
+function runnableFile(path: string, files: FileFacts): Stats | ExecutableProblemCode {
   let stat: Stats;
   try {
     stat = files.stat(path);
@@ -126,7 +132,7 @@ export function fileProblem(path: string, files: FileFacts = realFiles): Executa
   }
   if (!stat.isFile()) return 'NOT_A_FILE';
   if (!files.executable(path)) return 'NOT_EXECUTABLE';
-  return null;
+  return stat;
 }
 
 /** Whether others could have replaced it: owned by someone other than this user or root, or
@@ -154,12 +160,10 @@ export function findExecutables(options: FindOptions = {}): FoundExecutable[] {
   const found: FoundExecutable[] = [];
   const seen = new Set<string>();
   const consider = (path: string, kind: ExecutableKind | null, source: FoundExecutable['source']): void => {
-    let stat: Stats;
+    const stat = runnableFile(path, files);
+    if (typeof stat === 'string') return;
     let real: string;
     try {
-      // fileProblem's test, on the one stat also used below.
-      stat = files.stat(path);
-      if (!stat.isFile() || !files.executable(path)) return;
       real = files === realFiles ? realpathSync(path) : path;
     } catch {
       return;
