@@ -194,6 +194,7 @@ class GpuShareCore implements Core {
       fit: (model, peak, contextSize) => this.fitNow(model, peak, contextSize),
       nowMs: () => performance.now(),
       budgetMs: LOCAL_MODELS_BUDGET_MS,
+      log: (line) => this.log(line),
     });
     this.sampler = new TelemetrySampler({
       provider,

@@ -309,6 +309,9 @@ export interface LocalModelView {
   problem: string | null;
   /** null until it has been estimated (or when it cannot be used). */
   fit: LocalModelFit | null;
+  /** Why its fit is not known: its estimate failed for a reason outside the file, a few times
+   *  (it is tried again in a minute); null otherwise. */
+  fitProblem: string | null;
 }
 
 export interface LocalModelPlace {

@@ -4,7 +4,9 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isModelFileName, modelName, namesModelFile, modelPlaces, ollamaName, quantizationName, scanModels } from '../../electron/core/models/local-models.js';
-import { ModelCatalog } from '../../electron/core/models/model-catalog.js';
+import type { LocalModelView } from '../../electron/core/contract.js';
+import { ESTIMATE_RETRY_LATER_MS, ESTIMATE_RETRY_MS, ESTIMATE_TRIES, ModelCatalog } from '../../electron/core/models/model-catalog.js';
+import { EstimateError, ModelFileError } from '../../electron/core/planner/estimate.js';
 import { inspectModelFile } from '../../electron/core/planner/model-file.js';
 import { TINY_GGUF_SPEC, writeGguf } from '../fixtures/gguf.js';
 import { makeModelHome, type ModelHome } from '../fixtures/model-folders.js';
@@ -49,6 +51,58 @@ describe('models on this machine', () => {
     expect(llama).toMatchObject({ quantization: 'Q8_0', trainContextSize: 2048, architecture: 'llama', read: true, problem: null, fit: { verdict: 'REJECT_CAPACITY', contextSize: 2048 } });
     expect(list.models.find((m) => m.name === 'someone/coder:latest')).toMatchObject({ trainContextSize: 512, fit: { verdict: 'ADMIT' } });
     expect(list.models.every((m) => m.sizeBytes > 0 && m.read)).toBe(true);
+  });
+
+  it('tries a failed estimate again on later calls, says why after the last try, and calls a file the estimator refuses unusable', async () => {
+    const llamaBlob = fixture.expected.find((m) => m.name === 'llama3.2:3b')?.path;
+    const coder = fixture.expected.find((m) => m.name === 'someone/coder:latest')?.path;
+    let now = 0;
+    let llamaTries = 0;
+    const logged: string[] = [];
+    const catalog = new ModelCatalog({
+      places: () => placesOf(fixture.home),
+      inspect: (path) => inspectModelFile(path),
+      peak: async (path) => {
+        if (path === coder) throw new ModelFileError(path, { code: 'MODEL_MALFORMED' }, 'tensor data past the end');
+        if (path === llamaBlob && ++llamaTries <= ESTIMATE_TRIES) throw new EstimateError(path, 'the estimator exited with code 1');
+        return { modelKey: path, peakBytes: 2 ** 20, peakSource: 'ESTIMATED', parts: null };
+      },
+      fit: (_model, peak, contextSize) => ({ verdict: 'ADMIT', gpuKey: 'cpu-0', contextSize, requirementBytes: peak.peakBytes, reason: '' }),
+      nowMs: () => now,
+      budgetMs: Number.POSITIVE_INFINITY,
+      log: (line) => logged.push(line),
+    });
+    const llamaIn = async (): Promise<{ view: LocalModelView | undefined; pending: number }> => {
+      await catalog.settled();
+      const list = await catalog.list();
+      return { view: list.models.find((m) => m.name === 'llama3.2:3b'), pending: list.pending };
+    };
+    await llamaIn(); // starts the estimates
+    // Failed once: still pending (the dashboard asks again), not tried again within the second.
+    let seen = await llamaIn();
+    expect(seen.view).toMatchObject({ fit: null, fitProblem: null });
+    expect(seen.pending).toBe(1);
+    seen = await llamaIn();
+    expect(llamaTries).toBe(1);
+    for (let tries = 2; tries <= ESTIMATE_TRIES; tries++) {
+      now += ESTIMATE_RETRY_MS;
+      seen = await llamaIn(); // the call that tries again
+      seen = await llamaIn();
+      expect(llamaTries).toBe(tries);
+    }
+    // The last try failed: no longer pending, and the row says why.
+    expect(seen.pending).toBe(0);
+    expect(seen.view).toMatchObject({ fit: null, fitProblem: 'the estimator exited with code 1' });
+    expect(logged).toHaveLength(ESTIMATE_TRIES);
+    expect(logged[0]).toBe(`local models: estimating ${llamaBlob} failed (try 1 of ${ESTIMATE_TRIES}): the estimator exited with code 1`);
+    // The refused file is unusable at once, never tried again, and not logged as a failure.
+    const list = await catalog.list();
+    expect(list.models.find((m) => m.name === 'someone/coder:latest')).toMatchObject({ problem: 'not a valid GGUF model (its header breaks the format) (tensor data past the end)', fit: null, fitProblem: null });
+    // A minute on, it is tried again and its fit is known.
+    now += ESTIMATE_RETRY_LATER_MS;
+    seen = await llamaIn();
+    seen = await llamaIn();
+    expect(seen.view).toMatchObject({ fit: { verdict: 'ADMIT' }, fitProblem: null });
   });
 
   it('follows a link only to a regular file, never walks a linked folder, never opens a FIFO, and stops at its depth', async () => {

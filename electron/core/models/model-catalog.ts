@@ -6,8 +6,14 @@
  * pending, and is complete after a few calls. Estimates (node-llama-cpp's, seconds for the first
  * as llama.cpp loads) run after the answer, one at a time, for the next call to use. The verdict
  * itself is planned anew on every call (it depends on the device now; a plan takes microseconds).
+ *
+ * An estimate that fails for a reason outside the file (the estimator child could not start, was
+ * ended, timed out on a busy machine) is tried again on a later call, up to ESTIMATE_TRIES times a
+ * second apart and counted pending meanwhile; after that the model says why its fit is unknown
+ * and is tried once a minute. A file the estimator refuses is unusable, as a bad header is.
  */
 import { defaultContextSize, type LocalModelFit, type LocalModelList, type LocalModelView } from '../contract.js';
+import { ModelFileError } from '../planner/estimate.js';
 import { describeModelProblem, type ModelFileCheck } from '../planner/model-file.js';
 import type { PeakParts } from '../planner/memory.js';
 import { quantizationName, scanModels, type FoundModel, type ModelPlace } from './local-models.js';
@@ -31,16 +37,26 @@ export interface ModelCatalogDeps {
   nowMs(): number;
   /** How long a call may spend reading headers (the walk itself is not cut short). */
   budgetMs: number;
+  /** Where a failed estimate is told (the serve log, the app's log). */
+  log?: (line: string) => void;
 }
 
 type Facts = { ok: true; quantization: string | null; trainContextSize: number | null; architecture: string } | { ok: false; problem: string };
 
 /** Entries remembered at most (a cache of a few KB each; cleared when past it). */
 const CACHE_MAX = 10_000;
+/** Tries of an estimate that failed outside the file before the list stops waiting for it, and
+ *  how long after a failure it is tried again (while those last, and then). */
+export const ESTIMATE_TRIES = 3;
+export const ESTIMATE_RETRY_MS = 1_000;
+export const ESTIMATE_RETRY_LATER_MS = 60_000;
+
+/** What the estimates came to: a peak, the file refused (final), or a failure tried again. */
+type Estimated = { peak: CatalogPeak } | { unusable: string } | { failed: string; tries: number; atMs: number };
 
 export class ModelCatalog {
   private readonly facts = new Map<string, Facts>();
-  private readonly peaks = new Map<string, CatalogPeak | null>();
+  private readonly peaks = new Map<string, Estimated>();
   /** The estimates running after an answer; null when none are. */
   private estimating: Promise<void> | null = null;
 
@@ -60,7 +76,7 @@ export class ModelCatalog {
         facts = describeCheck(await this.deps.inspect(model.path));
         this.remember(this.facts, key, facts);
       }
-      const base: LocalModelView = { name: model.name, source: model.source, path: model.path, sizeBytes: model.sizeBytes, quantization: null, trainContextSize: null, architecture: null, read: facts !== undefined, problem: null, fit: null };
+      const base: LocalModelView = { name: model.name, source: model.source, path: model.path, sizeBytes: model.sizeBytes, quantization: null, trainContextSize: null, architecture: null, read: facts !== undefined, problem: null, fit: null, fitProblem: null };
       if (facts === undefined) {
         pending++;
         views.push(base);
@@ -78,12 +94,15 @@ export class ModelCatalog {
         views.push(described);
         continue;
       }
-      const peak = this.peaks.get(peakKey);
-      if (peak === undefined) {
-        pending++;
-        toEstimate.push({ path: model.path, contextSize, key: peakKey });
+      const estimated = this.peaks.get(peakKey);
+      if (estimated !== undefined && 'unusable' in estimated) {
+        views.push({ ...described, problem: estimated.unusable });
+        continue;
       }
-      views.push(peak === undefined || peak === null ? described : { ...described, fit: fit(model, peak, contextSize) });
+      if (estimated === undefined || ('failed' in estimated && this.deps.nowMs() - estimated.atMs >= retryAfterMs(estimated.tries))) toEstimate.push({ path: model.path, contextSize, key: peakKey });
+      if (estimated === undefined || ('failed' in estimated && estimated.tries < ESTIMATE_TRIES)) pending++;
+      if (estimated !== undefined && 'peak' in estimated) views.push({ ...described, fit: fit(model, estimated.peak, contextSize) });
+      else views.push(estimated === undefined || estimated.tries < ESTIMATE_TRIES ? described : { ...described, fitProblem: estimated.failed });
     }
     if (toEstimate.length > 0) this.estimateLater(toEstimate);
     return { models: views, places: scan.places, truncated: scan.truncated, pending, elapsedMs: Math.round(this.deps.nowMs() - started) };
@@ -96,8 +115,18 @@ export class ModelCatalog {
     this.estimating = (async () => {
       try {
         for (const model of models) {
-          if (this.peaks.has(model.key)) continue;
-          this.remember(this.peaks, model.key, await estimate(model.path, model.contextSize).catch(() => null));
+          const before = this.peaks.get(model.key);
+          if (before !== undefined && !('failed' in before)) continue;
+          const tries = (before?.tries ?? 0) + 1;
+          this.remember(this.peaks, model.key, await estimate(model.path, model.contextSize).then(
+            (peak): Estimated => ({ peak }),
+            (error: unknown): Estimated => {
+              const why = error instanceof Error ? error.message.replace(`${model.path}: `, '') : String(error);
+              if (error instanceof ModelFileError) return { unusable: why };
+              this.deps.log?.(`local models: estimating ${model.path} failed (try ${tries}${tries < ESTIMATE_TRIES ? ` of ${ESTIMATE_TRIES}` : ', tried again in a minute'}): ${why}`);
+              return { failed: why, tries, atMs: this.deps.nowMs() };
+            },
+          ));
         }
       } finally {
         this.estimating = null;
@@ -114,6 +143,10 @@ export class ModelCatalog {
     if (map.size >= CACHE_MAX) map.clear();
     map.set(key, value);
   }
+}
+
+function retryAfterMs(tries: number): number {
+  return tries < ESTIMATE_TRIES ? ESTIMATE_RETRY_MS : ESTIMATE_RETRY_LATER_MS;
 }
 
 function describeCheck(check: ModelFileCheck): Facts {

@@ -65,11 +65,15 @@ let llamaPromise: Promise<Llama> | null = null;
  *  (join, peers, run) start fast. */
 const nodeLlamaCpp = (): Promise<typeof import('node-llama-cpp')> => import('node-llama-cpp');
 
-/** One llama instance per process, never building or downloading anything. */
+/** One llama instance per process, never building or downloading anything. A load that failed is
+ *  not kept: the next estimate tries again (the estimator child stays up between estimates). */
 function llama(): Promise<Llama> {
-  llamaPromise ??= nodeLlamaCpp().then(({ getLlama, LlamaLogLevel }) =>
-    getLlama({ build: 'never', skipDownload: true, usePrebuiltBinaries: true, progressLogs: false, logLevel: LlamaLogLevel.error, logger: () => undefined }),
-  );
+  llamaPromise ??= nodeLlamaCpp()
+    .then(({ getLlama, LlamaLogLevel }) => getLlama({ build: 'never', skipDownload: true, usePrebuiltBinaries: true, progressLogs: false, logLevel: LlamaLogLevel.error, logger: () => undefined }))
+    .catch((error: unknown) => {
+      llamaPromise = null;
+      throw error;
+    });
   return llamaPromise;
 }
 

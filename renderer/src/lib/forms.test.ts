@@ -78,7 +78,7 @@ describe('profile form', () => {
   });
 
   it('fills the form from a model on this machine', () => {
-    const model = { name: 'llama3.2:3b', source: 'ollama' as const, path: '/home/u/.ollama/models/blobs/sha256-ab', sizeBytes: 2e9, quantization: 'Q4_K_M', trainContextSize: 131072, architecture: 'llama', read: true, problem: null, fit: { verdict: 'ADMIT' as const, gpuKey: 'cpu-0', contextSize: 8192, requirementBytes: 3e9, reason: '' } };
+    const model = { name: 'llama3.2:3b', source: 'ollama' as const, path: '/home/u/.ollama/models/blobs/sha256-ab', sizeBytes: 2e9, quantization: 'Q4_K_M', trainContextSize: 131072, architecture: 'llama', read: true, problem: null, fit: { verdict: 'ADMIT' as const, gpuKey: 'cpu-0', contextSize: 8192, requirementBytes: 3e9, reason: '' }, fitProblem: null };
     expect(formFromLocalModel(emptyForm(), model)).toMatchObject({ name: 'llama3.2:3b', modelPath: model.path, contextSize: '8192' });
     expect(formFromLocalModel(emptyForm(), { ...model, fit: null, trainContextSize: 2048 }).contextSize).toBe('2048');
     expect(formFromLocalModel(emptyForm(), { ...model, name: `org/${'x'.repeat(60)}`, path: '/c/models--org--x/snapshots/r/file.Q8_0.gguf' }).name).toBe('file.Q8_0');
