@@ -222,7 +222,7 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
 
   // This file runs as dist/electron/cli.js: the engine host sits beside it, the CLI entry above.
   const here = dirname(fileURLToPath(import.meta.url));
-  const launchers = { nodePath: process.execPath, cliPath: join(here, '..', '..', 'bin', 'gpu-share.js'), builtinHostPath: join(here, 'core', 'engines', 'builtin-host.js') };
+  const launchers = { nodePath: process.execPath, cliPath: join(here, '..', '..', 'bin', 'gpu-share.js'), builtinHostPath: join(here, 'core', 'engines', 'builtin', 'engine-host.js') };
 
   program
     .command('launch')

@@ -123,7 +123,7 @@ async function start(): Promise<void> {
     helper: loadRegistryHelper(),
     // `nodePath` scripts run as utility processes (createAppSpawn): the app's own executable
     // never has to act as Node.
-    launchers: { nodePath: process.execPath, cliPath: join(here, 'cli.js'), builtinHostPath: join(here, 'core', 'engines', 'builtin-host.js') },
+    launchers: { nodePath: process.execPath, cliPath: join(here, 'cli.js'), builtinHostPath: join(here, 'core', 'engines', 'builtin', 'engine-host.js') },
     spawn: createAppSpawn(process.execPath),
     log,
   });

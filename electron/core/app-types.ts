@@ -14,7 +14,7 @@ export interface CoreLaunchers {
   nodePath: string;
   /** dist/electron/cli.js: `gpu-share run` paces command-like engines. */
   cliPath: string;
-  /** dist/electron/core/engines/builtin-host.js. */
+  /** dist/electron/core/engines/builtin/engine-host.js. */
   builtinHostPath: string;
 }
 

@@ -16,7 +16,7 @@ import { TINY_GGUF_SPEC, writeGguf } from '../fixtures/gguf.js';
 import { procState } from '../fixtures/procs.js';
 import { REPO_ROOT, cleanupAfterEach, runCli, uniqueKey } from './cli-process.js';
 
-const HOST = join(REPO_ROOT, 'dist', 'electron', 'core', 'engines', 'builtin-host.js');
+const HOST = join(REPO_ROOT, 'dist', 'electron', 'core', 'engines', 'builtin', 'engine-host.js');
 
 cleanupAfterEach(); // removes the segment file of every uniqueKey after each test
 

@@ -344,9 +344,9 @@ for (const mode of MODES) {
       expect(outcome.plan.verdict).toBe('ADMIT');
       expect(outcome.engine).not.toBeNull();
       // (node-llama-cpp's own binary check in the main process forks one first.)
-      const fork = await app.next('utility-fork', (record) => record.modulePath.endsWith('builtin-host.js'));
-      expect(fork.modulePath).toBe(join(appPath, 'dist', 'electron', 'core', 'engines', 'builtin-host.js'));
-      expect(fork.serviceName).toContain('builtin-host');
+      const fork = await app.next('utility-fork', (record) => record.modulePath.endsWith('engine-host.js'));
+      expect(fork.modulePath).toBe(join(appPath, 'dist', 'electron', 'core', 'engines', 'builtin', 'engine-host.js'));
+      expect(fork.serviceName).toContain('engine-host');
       enginePid = fork.pid;
       engine = await until(
         async () => {

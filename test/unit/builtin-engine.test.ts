@@ -2,12 +2,12 @@
  *  chunk shapes, errors, the Prometheus text, the port's door, stop strings, incremental text and
  *  the FIFO of waiting requests; llama-server's /completion and /props shapes. */
 import { describe, expect, it } from 'vitest';
-import { FifoLock, generate, StopMatcher, TokenTextStream, type Engine, type GenerationResult } from '../../electron/core/engines/builtin-decode.js';
-import { newDecodeCounters } from '../../electron/core/engines/builtin-metrics.js';
+import { FifoLock, generate, StopMatcher, TokenTextStream, type Engine, type GenerationResult } from '../../electron/core/engines/builtin/decode.js';
+import { newDecodeCounters } from '../../electron/core/engines/builtin/metrics.js';
 import type { Token } from 'node-llama-cpp';
-import { doorCheck, type HostDoor } from '../../electron/core/engines/builtin-http.js';
-import { completionFinal, completionPiece, generationSettings, parseLlamaCompletionRequest, propsBody, stopTypeOf, timingsOf } from '../../electron/core/engines/builtin-llama.js';
-import { formatMetrics, METRICS_CONTENT_TYPE } from '../../electron/core/engines/builtin-metrics.js';
+import { doorCheck, type HostDoor } from '../../electron/core/engines/builtin/http.js';
+import { completionFinal, completionPiece, generationSettings, parseLlamaCompletionRequest, propsBody, stopTypeOf, timingsOf } from '../../electron/core/engines/builtin/llama-api.js';
+import { formatMetrics, METRICS_CONTENT_TYPE } from '../../electron/core/engines/builtin/metrics.js';
 import { engineFigures, parseEngineCounters } from '../../electron/core/engines/engine-figures.js';
 import {
   completionBody,
@@ -20,9 +20,9 @@ import {
   usageChunk,
   usageOf,
   type ResponseMeta,
-} from '../../electron/core/engines/builtin-openai.js';
-import { defaultFlashAttention, defaultThreads } from '../../electron/core/engines/builtin-defaults.js';
-import { parseHostArgs } from '../../electron/core/engines/builtin-host.js';
+} from '../../electron/core/engines/builtin/openai-api.js';
+import { defaultFlashAttention, defaultThreads } from '../../electron/core/engines/builtin/defaults.js';
+import { parseHostArgs } from '../../electron/core/engines/builtin/engine-host.js';
 import { allowedHosts } from '../../electron/core/api/http.js';
 import { buildPropsBlock, type GpuPeersView } from '../../electron/core/registry/view.js';
 

@@ -3,7 +3,7 @@ import { spawn, execFileSync } from 'node:child_process';
 import { descendantsOf, parseProcessTable, utilityForkPlan } from '../../electron/shell/utility-fork.js';
 
 const APP = '/opt/GPU Share/gpu-share';
-const HOST = '/opt/GPU Share/resources/app.asar/dist/electron/core/engines/builtin-host.js';
+const HOST = '/opt/GPU Share/resources/app.asar/dist/electron/core/engines/builtin/engine-host.js';
 const CLI = '/opt/GPU Share/resources/app.asar/dist/electron/cli.js';
 
 describe('which engines start as utility processes', () => {
@@ -14,7 +14,7 @@ describe('which engines start as utility processes', () => {
       args: ['--model', '/m/q.gguf', '--name', 'qwen-chat', '--port', '0'],
       execArgv: [],
       env: { PATH: '/usr/bin', HOME: '/home/u', LLAMA_X: '1' },
-      serviceName: 'GPU Share builtin-host: qwen-chat',
+      serviceName: 'GPU Share engine-host: qwen-chat',
     });
   });
 

@@ -3,7 +3,7 @@
  * HTTP API of llama.cpp's llama-server (the OpenAI-compatible subset the app uses), so that the
  * supervisor and the gateway treat it like any other engine.
  *
- *   node dist/electron/core/engines/builtin-host.js --model FILE --ctx N [--gpu-layers N|auto|max]
+ *   node dist/electron/core/engines/builtin/engine-host.js --model FILE --ctx N [--gpu-layers N|auto|max]
  *     [--threads N] [--port 0] [--host 127.0.0.1] [--gpu-key K [--weight W] [--name N]] [--alias NAME]
  *
  * - stdout carries the host protocol only (host-protocol.ts): progress while loading, ready with the
@@ -20,30 +20,30 @@
  *   SIGTERM/SIGINT: stop accepting, let in-flight requests finish (briefly), leave the registry, exit 0.
  *
  * This file is the process: its flags, the stdout protocol, the registry, loading the model and
- * the lifecycle. The HTTP side is builtin-http.ts, the request and response shapes
- * builtin-openai.ts, the token loop builtin-decode.ts and the Prometheus text builtin-metrics.ts.
+ * the lifecycle. The HTTP side is http.ts, the request and response shapes
+ * openai-api.ts, the token loop decode.ts and the Prometheus text metrics.ts.
  */
 import { accessSync, constants as fsConstants, fstatSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { basename } from 'node:path';
 import { parseArgs } from 'node:util';
-import { loadRegistryHelper, RegistryError } from '../../../native/helper.js';
-import { monotonicUs } from '../clock.js';
-import { checkGpuKey, checkName, checkWeight, parseWholeNumber } from '../registry/validate.js';
-import { formatHostEvent, type HostEvent, type HostLogLevel } from './host-protocol.js';
-import { joinAsPacedPeer } from '../pacer/paced-peer.js';
-import type { GpuPeersView } from '../registry/view.js';
-import { OVERSHOOT_REPORT_INTERVAL_MS } from '../pacer/overshoot.js';
-import { readControlLines } from './control-protocol.js';
-import { stdinIsPipe } from '../parent-watch.js';
-import { allowedHosts, applyRequestTimeouts, SERVER_OPTIONS } from '../api/http.js';
-import type { AfterStep, Engine } from './builtin-decode.js';
-import { errorText, Host, sendError } from './builtin-http.js';
-import { ENGINE_SECRET_ENV } from './engine-secret.js';
-import { vulkanPinningWarning } from './device-pinning.js';
-import { defaultFlashAttention, defaultThreads } from './builtin-defaults.js';
-import { isEntryPoint } from '../entry-point.js';
+import { loadRegistryHelper, RegistryError } from '../../../../native/helper.js';
+import { monotonicUs } from '../../clock.js';
+import { checkGpuKey, checkName, checkWeight, parseWholeNumber } from '../../registry/validate.js';
+import { formatHostEvent, type HostEvent, type HostLogLevel } from '../host-protocol.js';
+import { joinAsPacedPeer } from '../../pacer/paced-peer.js';
+import type { GpuPeersView } from '../../registry/view.js';
+import { OVERSHOOT_REPORT_INTERVAL_MS } from '../../pacer/overshoot.js';
+import { readControlLines } from '../control-protocol.js';
+import { stdinIsPipe } from '../../parent-watch.js';
+import { allowedHosts, applyRequestTimeouts, SERVER_OPTIONS } from '../../api/http.js';
+import type { AfterStep, Engine } from './decode.js';
+import { errorText, Host, sendError } from './http.js';
+import { ENGINE_SECRET_ENV } from '../engine-secret.js';
+import { vulkanPinningWarning } from '../device-pinning.js';
+import { defaultFlashAttention, defaultThreads } from './defaults.js';
+import { isEntryPoint } from '../../entry-point.js';
 
 // ---------------------------------------------------------------------------------------------
 // Flags
@@ -59,9 +59,9 @@ export interface HostOptions {
   ctx: number;
   /** 0 = CPU only (no GPU backend is even probed). */
   gpuLayers: number | 'auto' | 'max';
-  /** null = builtin-defaults.ts decides (physical cores − 1 on the CPU, 1 with every layer on a GPU). */
+  /** null = defaults.ts decides (physical cores − 1 on the CPU, 1 with every layer on a GPU). */
   threads: number | null;
-  /** `--flash-attn on|off`; null = builtin-defaults.ts decides (off while attention runs on the CPU). */
+  /** `--flash-attn on|off`; null = defaults.ts decides (off while attention runs on the CPU). */
   flashAttention: boolean | null;
   port: number;
   host: string;
@@ -210,7 +210,7 @@ function flushAndExit(code: number): void {
 async function main(argv: readonly string[]): Promise<void> {
   const parsed = parseHostArgs(argv);
   if (!parsed.ok) {
-    process.stderr.write(`builtin-host: ${parsed.message}\n`);
+    process.stderr.write(`engine-host: ${parsed.message}\n`);
     process.exitCode = 2;
     return;
   }

@@ -4,7 +4,7 @@
  * stream chunks and errors as OpenAI's API (and llama-server) write them. Pure: bodies in, plain
  * data out; nothing here touches a socket or the model.
  */
-import type { FinishReason } from './builtin-decode.js';
+import type { FinishReason } from './decode.js';
 
 export interface SamplingRequest {
   maxTokens: number;

@@ -1,17 +1,17 @@
 /**
  * The built-in engine's HTTP side: who may use its port (loopback Host, JSON bodies, the
  * per-engine secret), the routes and their methods, reading bodies with a limit, writing JSON and
- * SSE, and the Host that ties a request to the token loop (builtin-decode.ts) one at a time.
- * Request and response shapes are builtin-openai.ts's; the Prometheus text is builtin-metrics.ts's.
+ * SSE, and the Host that ties a request to the token loop (decode.ts) one at a time.
+ * Request and response shapes are openai-api.ts's; the Prometheus text is metrics.ts's.
  */
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { monotonicUs } from '../clock.js';
-import { hostAllowed, JSON_DEPTH_LIMIT, jsonNestedDeeperThan, matchToken } from '../api/http.js';
-import type { GpuPeersView } from '../registry/view.js';
-import { buildPrompt, FifoLock, generate, type AfterStep, type Engine, type GenerationResult, type Prompt } from './builtin-decode.js';
-import { completionFinal, completionPiece, parseLlamaCompletionRequest, propsBody, type PieceCounts } from './builtin-llama.js';
-import { formatMetrics, METRICS_CONTENT_TYPE, newDecodeCounters } from './builtin-metrics.js';
+import { monotonicUs } from '../../clock.js';
+import { hostAllowed, JSON_DEPTH_LIMIT, jsonNestedDeeperThan, matchToken } from '../../api/http.js';
+import type { GpuPeersView } from '../../registry/view.js';
+import { buildPrompt, FifoLock, generate, type AfterStep, type Engine, type GenerationResult, type Prompt } from './decode.js';
+import { completionFinal, completionPiece, parseLlamaCompletionRequest, propsBody, type PieceCounts } from './llama-api.js';
+import { formatMetrics, METRICS_CONTENT_TYPE, newDecodeCounters } from './metrics.js';
 import {
   completionBody,
   errorBody,
@@ -24,8 +24,8 @@ import {
   type Checked,
   type CompletionRequest,
   type ResponseMeta,
-} from './builtin-openai.js';
-import type { HostLogLevel } from './host-protocol.js';
+} from './openai-api.js';
+import type { HostLogLevel } from '../host-protocol.js';
 
 const MAX_BODY_BYTES = 8 * 1024 * 1024;
 

@@ -5,11 +5,11 @@
  * value the engine does not know is left out, never made up. The body is checked by a valibot
  * schema (schema.ts). Pure: bodies in, plain data out.
  */
-import type { GenerationResult } from './builtin-decode.js';
+import type { GenerationResult } from './decode.js';
 import * as v from 'valibot';
-import { examine, got, isRecord, openRecord, pathText } from '../schema.js';
-import { DEFAULT_TEMPERATURE, type Checked, type CompletionRequest } from './builtin-openai.js';
-import { buildPropsBlock, unpacedPropsBlock, type GpuPeersView, type GpuShareProps } from '../registry/view.js';
+import { examine, got, isRecord, openRecord, pathText } from '../../schema.js';
+import { DEFAULT_TEMPERATURE, type Checked, type CompletionRequest } from './openai-api.js';
+import { buildPropsBlock, unpacedPropsBlock, type GpuPeersView, type GpuShareProps } from '../../registry/view.js';
 
 const MAX_STOPS = 16;
 const MAX_PREDICT = 1_000_000;

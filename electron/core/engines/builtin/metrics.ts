@@ -3,9 +3,9 @@
  * under llama-server's names (`llamacpp:*`), so that one activity source reads both engines.
  * Owns the counters' shape and the text format; pure.
  */
-import { TTFT_METRIC } from './engine-figures.js';
+import { TTFT_METRIC } from '../engine-figures.js';
 
-/** What the token loop counts (builtin-decode.ts adds to these as it steps). */
+/** What the token loop counts (decode.ts adds to these as it steps). */
 export interface DecodeCounters {
   promptTokensTotal: number;
   promptSecondsTotal: number;

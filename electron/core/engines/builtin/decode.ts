@@ -5,9 +5,9 @@
  * FIFO of requests waiting for the sequence. Knows nothing about HTTP.
  */
 import type { ChatHistoryItem, ChatWrapper, Llama, LlamaContext, LlamaContextSequence, LlamaModel, SequenceEvaluateOptions, Token } from 'node-llama-cpp';
-import { monotonicUs } from '../clock.js';
-import type { DecodeCounters } from './builtin-metrics.js';
-import type { ChatRequest, CompletionRequest, SamplingRequest } from './builtin-openai.js';
+import { monotonicUs } from '../../clock.js';
+import type { DecodeCounters } from './metrics.js';
+import type { ChatRequest, CompletionRequest, SamplingRequest } from './openai-api.js';
 
 // ---------------------------------------------------------------------------------------------
 // Text: incremental detokenization and stop strings
