@@ -19,11 +19,15 @@ import { parseArgs } from 'node:util';
 const root = resolve(fileURLToPath(new URL('..', import.meta.url)));
 export const BUNDLE = join(root, 'node_modules', 'node-llama-cpp', 'llama', 'gitRelease.bundle');
 
-/** Where built llama-servers live: outside the clone, shared by every checkout on the machine. */
+/** Where slow builds live: outside the clone, shared by every checkout on the machine. */
+export function cacheBase(env = process.env) {
+  if (env.GPU_SHARE_CACHE) return env.GPU_SHARE_CACHE;
+  return join(env.XDG_CACHE_HOME || join(env.HOME || homedir(), '.cache'), 'gpu-share');
+}
+
+/** Where built llama-servers live. */
 export function cacheRoot(env = process.env) {
-  if (env.GPU_SHARE_CACHE) return join(env.GPU_SHARE_CACHE, 'llama-server');
-  const base = env.XDG_CACHE_HOME || join(env.HOME || homedir(), '.cache');
-  return join(base, 'gpu-share', 'llama-server');
+  return join(cacheBase(env), 'llama-server');
 }
 
 /** The cache folder of one build: the commit, and for CUDA the architectures it was built for. */
@@ -78,13 +82,14 @@ const USAGE = 'usage: llama-server-build [--cuda] [--cuda-arch 90[,89…]] [--so
  *  vocabularies, docs, tests and examples, which are off, the web UI's own tests). */
 export const PACK_EXCLUDES = ['models', 'docs', 'media', 'benches', 'tests', 'examples', 'pocs', 'gguf-py', 'conversion', 'tools/ui/tests', '.github'];
 
-class Missing extends Error {}
+/** Something the build needs is missing: one line, exit code 2. */
+export class Missing extends Error {}
 
-function log(text) {
+export function log(text) {
   process.stderr.write(`${text}\n`);
 }
 
-function run(command, args, options = {}) {
+export function run(command, args, options = {}) {
   const result = spawnSync(command, args, { stdio: ['ignore', 'inherit', 'inherit'], ...options });
   if (result.error) throw new Error(`${command}: ${result.error.message}`);
   if (result.status !== 0) throw new Error(`${command} ${args.slice(0, 3).join(' ')}… exited with ${result.status ?? result.signal}`);
@@ -96,13 +101,23 @@ function capture(command, args, env = process.env) {
   return result.error || result.status !== 0 ? null : result.stdout;
 }
 
-const onPath = (name, env = process.env) => capture('sh', ['-c', `command -v ${name}`], env)?.trim() || null;
+export const onPath = (name, env = process.env) => capture('sh', ['-c', `command -v ${name}`], env)?.trim() || null;
 
 /** nvcc inside a toolkit first: CMake finds cuBLAS and the runtime from nvcc's folder, and an nvcc
  *  on PATH may be a wrapper script elsewhere. */
 export function findNvcc(env = process.env, standard = ['/usr/local/cuda/bin/nvcc']) {
   const candidates = [env.CUDA_HOME && join(env.CUDA_HOME, 'bin', 'nvcc'), ...standard, onPath('nvcc', env)].filter(Boolean);
   return candidates.find((c) => existsSync(c)) ?? null;
+}
+
+/** The llama.cpp commit node-llama-cpp's git bundle holds (`how` says how to get the bundle). */
+export function bundleCommit(how = 'npm install') {
+  if (!existsSync(BUNDLE)) throw new Missing(`no llama.cpp source: ${BUNDLE} is missing (${how})`);
+  if (onPath('git') === null) throw new Missing('git is not installed (needed to read the llama.cpp bundle)');
+  const heads = capture('git', ['bundle', 'list-heads', BUNDLE]) ?? '';
+  const commit = /^([0-9a-f]{40}) HEAD$/m.exec(heads)?.[1];
+  if (commit === undefined) throw new Missing(`${BUNDLE} names no HEAD commit`);
+  return commit;
 }
 
 /** The source to build and its commit: node-llama-cpp's git bundle, or a git-archive tarball. */
@@ -118,11 +133,7 @@ function resolveSource(tarball) {
     if (commit === null) throw new Missing(`--source: ${file} is not a \`git archive\` tarball (no commit in its pax header)`);
     return { commit, unpack: (into) => run('tar', [plain ? '-xf' : '-xJf', file, '-C', into]) };
   }
-  if (!existsSync(BUNDLE)) throw new Missing(`no llama.cpp source: ${BUNDLE} is missing (npm install, or give --source llama.cpp.tar.xz)`);
-  if (onPath('git') === null) throw new Missing('git is not installed (needed to read the llama.cpp bundle)');
-  const heads = capture('git', ['bundle', 'list-heads', BUNDLE]) ?? '';
-  const commit = /^([0-9a-f]{40}) HEAD$/m.exec(heads)?.[1];
-  if (commit === undefined) throw new Missing(`${BUNDLE} names no HEAD commit`);
+  const commit = bundleCommit('npm install, or give --source llama.cpp.tar.xz');
   return {
     commit,
     unpack: (into) => {

@@ -34,6 +34,7 @@ import { buildSchedule, ownerAt, stallBoundUs, usUntilWindowEnd, type Schedule }
 import { writeGguf, type GgufSpec } from '../fixtures/gguf.js';
 import { LLAMA_SERVER_HINT, findLlamaServer, freePort, llamaServerArgs, nvidiaSmiListsGpu, streamCompletion, waitHealthy, type LlamaServerArgs } from '../fixtures/llama-server.js';
 import { BUILTIN_HOST, CLI, ROOT, predictedTokens } from '../fixtures/procs.js';
+import { BUILTIN_HOST_ENV } from '../../electron/core/engines/builtin/defaults.js';
 import { PACER_TRACE_ENV, parseGateTrace, type GateTraceEvent } from '../../electron/core/pacer/trace.js';
 import { STOP_METHODS, type StopMethod } from '../../electron/core/pacer/stop-method.js';
 import { TRACE_MAX_S, analyseTrace, type PacingTrace, type TraceFindings } from './pacing-trace.js';
@@ -261,7 +262,9 @@ export function backendOf(message: string): string | null {
 /** Starts one engine (behind `prefix`: taskset, `gpu-share run`) and waits until it is healthy. */
 async function startEngine(prefix: string[], kind: LlamaEngineKind, argv: string[], port: number, supervised: boolean, env?: NodeJS.ProcessEnv): Promise<Engine> {
   const [command, ...rest] = [...prefix, ...argv];
-  const child = spawn(command ?? process.execPath, rest, { stdio: ['ignore', kind === 'builtin' ? 'pipe' : 'ignore', 'pipe'], ...(env === undefined ? {} : { env }) });
+  // The built-in engine's host as the supervisor starts it (BUILTIN_HOST_ENV), under whatever else the caller set.
+  const hostEnv = kind === 'builtin' ? { ...process.env, ...env, ...BUILTIN_HOST_ENV } : env;
+  const child = spawn(command ?? process.execPath, rest, { stdio: ['ignore', kind === 'builtin' ? 'pipe' : 'ignore', 'pipe'], ...(hostEnv === undefined ? {} : { env: hostEnv }) });
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => {
     stderr = (stderr + d.toString()).slice(-2000);

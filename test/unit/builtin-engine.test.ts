@@ -21,7 +21,7 @@ import {
   usageOf,
   type ResponseMeta,
 } from '../../electron/core/engines/builtin/openai-api.js';
-import { defaultFlashAttention, defaultThreads } from '../../electron/core/engines/builtin/defaults.js';
+import { BUILTIN_HOST_ENV, bindingKeepsThreads, defaultFlashAttention, defaultThreads } from '../../electron/core/engines/builtin/defaults.js';
 import { parseHostArgs } from '../../electron/core/engines/builtin/engine-host.js';
 import { allowedHosts } from '../../electron/core/api/http.js';
 import { buildPropsBlock, type GpuPeersView } from '../../electron/core/registry/view.js';
@@ -367,18 +367,39 @@ describe("builtin engine: llama-server's shapes", () => {
 });
 
 describe('builtin engine: default threads', () => {
-  it('leaves one physical core free on the CPU, at least one thread', () => {
+  it('leaves one physical core free on the CPU with a binding that starts its threads for every token, at least one thread', () => {
     // node-llama-cpp's own default was every math core (2 on the 2-core CI machine, 3–141 tok/s).
-    expect(defaultThreads({ mathCores: 2, offloadedLayers: 0, totalLayers: 5 })).toBe(1);
-    expect(defaultThreads({ mathCores: 16, offloadedLayers: 0, totalLayers: 5 })).toBe(15);
-    expect(defaultThreads({ mathCores: 1, offloadedLayers: 0, totalLayers: 5 })).toBe(1);
+    const prebuilt = { keepsThreads: false, offloadedLayers: 0, totalLayers: 5 };
+    expect(defaultThreads({ ...prebuilt, mathCores: 2 })).toBe(1);
+    expect(defaultThreads({ ...prebuilt, mathCores: 16 })).toBe(15);
+    expect(defaultThreads({ ...prebuilt, mathCores: 1 })).toBe(1);
+  });
+
+  it('decodes on every physical core with a binding that keeps its thread team (OpenMP), as llama-server does', () => {
+    const built = { keepsThreads: true, offloadedLayers: 0, totalLayers: 5 };
+    expect(defaultThreads({ ...built, mathCores: 2 })).toBe(2);
+    expect(defaultThreads({ ...built, mathCores: 16 })).toBe(16);
+    expect(defaultThreads({ ...built, mathCores: 0 })).toBe(1);
+    expect(defaultThreads({ ...built, mathCores: 16, offloadedLayers: 5 })).toBe(1);
   });
 
   it('keeps one thread when every layer is on a GPU, and the CPU default when only some are', () => {
-    expect(defaultThreads({ mathCores: 16, offloadedLayers: 5, totalLayers: 5 })).toBe(1);
-    expect(defaultThreads({ mathCores: 16, offloadedLayers: 3, totalLayers: 5 })).toBe(15);
+    expect(defaultThreads({ mathCores: 16, keepsThreads: false, offloadedLayers: 5, totalLayers: 5 })).toBe(1);
+    expect(defaultThreads({ mathCores: 16, keepsThreads: false, offloadedLayers: 3, totalLayers: 5 })).toBe(15);
     // A model whose layer count is unknown (0) is not taken as offloaded.
-    expect(defaultThreads({ mathCores: 8, offloadedLayers: 0, totalLayers: 0 })).toBe(7);
+    expect(defaultThreads({ mathCores: 8, keepsThreads: false, offloadedLayers: 0, totalLayers: 0 })).toBe(7);
+  });
+
+  it('reads whether the binding keeps its threads from llama.cpp\'s system info', () => {
+    // As node-llama-cpp's prebuilt binary and a build made on this machine print it.
+    expect(bindingKeepsThreads('CPU : SSE3 = 1 | SSSE3 = 1 | AVX = 1 | AVX2 = 1 | F16C = 1 | FMA = 1 | BMI2 = 1 | AVX512 = 1 | LLAMAFILE = 1 | REPACK = 1 | ')).toBe(false);
+    expect(bindingKeepsThreads('CPU : SSE3 = 1 | AVX512_BF16 = 1 | LLAMAFILE = 1 | OPENMP = 1 | REPACK = 1 | ')).toBe(true);
+    expect(bindingKeepsThreads('CPU : OPENMP = 0 | REPACK = 1 | ')).toBe(false);
+    expect(bindingKeepsThreads('')).toBe(false);
+  });
+
+  it('runs the host with one libuv pool thread, so that every decode comes from one thread', () => {
+    expect(BUILTIN_HOST_ENV).toEqual({ UV_THREADPOOL_SIZE: '1' });
   });
 });
 

@@ -4,17 +4,25 @@
  *
  * Threads.
  *
- * node-llama-cpp's prebuilt CPU backend is built without OpenMP and attaches no ggml threadpool, so
+ * node-llama-cpp's prebuilt CPU backends are built without OpenMP and attach no ggml threadpool, so
  * every graph computation (every token) creates and joins `threads − 1` helper threads, and they
  * meet at a barrier after each of the graph's operations by spinning, never sleeping. When one of
  * them is off its core (the engine's own JavaScript thread streams each token, another engine or
  * any other process runs), every other thread spins until it comes back: on a 2-core machine
  * node-llama-cpp's default (`cpuMathCores`, 2 there) decoded 3–141 tok/s where one thread decoded
- * 377–1342 (pacer NOTES.md, "The built-in engine's default threads"). So the default leaves one
- * physical core to the engine's JavaScript thread and to the other engines on the device, and an
- * engine whose layers all run on a GPU keeps one thread: its CPU part of a token is a row lookup
- * and the graph's bookkeeping, which more threads would only slow down with their start-ups and
- * barriers.
+ * 377–1342 (pacer NOTES.md, "The built-in engine's default threads"). So with those binaries the
+ * default leaves one physical core to the engine's JavaScript thread and to the other engines on
+ * the device.
+ *
+ * A binding built on the machine (`npm run llama-binding:build`) uses OpenMP, whose thread team
+ * lives on between computations: with every decode coming from one thread (the host runs with one
+ * libuv pool thread, BUILTIN_HOST_ENV) two threads decoded a token in 0.46–0.73 ms against
+ * 0.89–0.99 ms for one (pacer NOTES.md, "A binding built for the machine"). With it the default is
+ * every physical core, as llama-server's.
+ *
+ * An engine whose layers all run on a GPU keeps one thread: its CPU part of a token is a row
+ * lookup and the graph's bookkeeping, which more threads would only slow down with their
+ * start-ups and barriers.
  *
  * Flash attention. node-llama-cpp lets llama.cpp decide ("auto"), which turns it on for the CPU
  * too, and the prebuilt CPU backends' flash-attention kernel is slow: on a Zen 4 core, with the
@@ -29,6 +37,8 @@
 export interface ThreadFacts {
   /** Physical cores worth decoding on (node-llama-cpp's `cpuMathCores`; at least 1). */
   mathCores: number;
+  /** The binding keeps its decode threads between tokens (an OpenMP build: bindingKeepsThreads). */
+  keepsThreads: boolean;
   /** Layers on a GPU, of the model's total (0 on the CPU). */
   offloadedLayers: number;
   totalLayers: number;
@@ -37,9 +47,22 @@ export interface ThreadFacts {
 const allOnGpu = (facts: Pick<ThreadFacts, 'offloadedLayers' | 'totalLayers'>): boolean => facts.totalLayers > 0 && facts.offloadedLayers >= facts.totalLayers;
 
 export function defaultThreads(facts: ThreadFacts): number {
-  const spare = Math.max(1, Math.floor(facts.mathCores) - 1);
-  return allOnGpu(facts) ? 1 : spare;
+  if (allOnGpu(facts)) return 1;
+  const cores = Math.max(1, Math.floor(facts.mathCores));
+  return facts.keepsThreads ? cores : Math.max(1, cores - 1);
 }
+
+/** Whether a binding keeps its thread team between computations, from llama.cpp's system info
+ *  (node-llama-cpp's `llama.systemInfo`: "CPU : SSE3 = 1 | … | OPENMP = 1 | …"). */
+export function bindingKeepsThreads(systemInfo: string): boolean {
+  return /(^|\|)\s*OPENMP = 1\s*(\||$)/.test(systemInfo);
+}
+
+/** The built-in engine host's environment: one libuv pool thread. node-llama-cpp runs each decode
+ *  on a pool thread, and an OpenMP build gives each calling thread its own team: with four pool
+ *  threads, the teams of the last few decodes spun on the cores the next one needed (2.0–3.4 ms a
+ *  token at two threads against 0.46–0.73 with one pool thread). */
+export const BUILTIN_HOST_ENV: Readonly<Record<string, string>> = { UV_THREADPOOL_SIZE: '1' };
 
 /** node-llama-cpp's `flashAttention` for a context: false (off) while attention runs on the CPU,
  *  undefined (llama.cpp decides) with every layer on a GPU. */

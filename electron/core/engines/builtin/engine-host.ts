@@ -42,7 +42,7 @@ import type { AfterStep, Engine } from './decode.js';
 import { errorText, Host, sendError } from './http.js';
 import { ENGINE_SECRET_ENV } from '../engine-secret.js';
 import { vulkanPinningWarning } from '../device-pinning.js';
-import { defaultFlashAttention, defaultThreads } from './defaults.js';
+import { bindingKeepsThreads, defaultFlashAttention, defaultThreads } from './defaults.js';
 import { isEntryPoint } from '../../entry-point.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -394,7 +394,8 @@ async function main(argv: readonly string[]): Promise<void> {
     if (host.isStopping) return;
     progress(0.9);
     const layers = { offloadedLayers: model.gpuLayers, totalLayers: model.fileInsights.totalLayers };
-    const threads = options.threads ?? defaultThreads({ mathCores: llama.cpuMathCores, ...layers });
+    const keepsThreads = bindingKeepsThreads(llama.systemInfo);
+    const threads = options.threads ?? defaultThreads({ mathCores: llama.cpuMathCores, keepsThreads, ...layers });
     const flashAttention = options.flashAttention ?? defaultFlashAttention(layers);
     const context = await model.createContext({ contextSize: options.ctx, sequences: 1, threads, ...(flashAttention === undefined ? {} : { flashAttention }) });
     if (host.isStopping) return;
@@ -402,7 +403,7 @@ async function main(argv: readonly string[]): Promise<void> {
     log(
       'info',
       `model loaded: ${options.alias} (${model.fileInsights.totalLayers} layers, ctx ${context.contextSize}, ${threads} threads, flash attention ${flashAttention === undefined ? 'auto' : flashAttention ? 'on' : 'off'}, ` +
-        `gpu ${llama.gpu === false ? 'none' : llama.gpu}, chat template ${engine.chatWrapper.wrapperName}) in ${((monotonicUs() - loadStarted) / 1e6).toFixed(2)} s`,
+        `gpu ${llama.gpu === false ? 'none' : llama.gpu}, ${llama.buildType === 'localBuild' ? 'binding built here' : 'prebuilt binding'}${keepsThreads ? ' with OpenMP' : ''}, chat template ${engine.chatWrapper.wrapperName}) in ${((monotonicUs() - loadStarted) / 1e6).toFixed(2)} s`,
     );
   } catch (error) {
     if (host.isStopping) return;

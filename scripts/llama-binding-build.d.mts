@@ -1,0 +1,4 @@
+export const NODE_LLAMA_CPP: string;
+export function folderName(platform?: NodeJS.Platform, arch?: string): string;
+export function bindingCacheDir(base: string, version: string, commit: string, folder: string): string;
+export const KEPT: string[];

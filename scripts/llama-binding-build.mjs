@@ -1,0 +1,118 @@
+#!/usr/bin/env node
+// `npm run llama-binding:build [-- --remove]`: builds node-llama-cpp's CPU binding on this machine
+// from the llama.cpp source it bundles (a git bundle; nothing is downloaded), the way its own
+// `node-llama-cpp source download --gpu false` does, and keeps the result in a cache outside the
+// clone, keyed by node-llama-cpp's version, the source's commit and the platform:
+//   <cache>/node-llama-cpp/<version>-<commit>-<platform>-<arch>/{Release/, buildDone.status}
+// <cache> is $GPU_SHARE_CACHE, else $XDG_CACHE_HOME/gpu-share, else ~/.cache/gpu-share. A build
+// that is already there is copied into node_modules/node-llama-cpp/llama/localBuilds, where
+// node-llama-cpp prefers it to its prebuilt binaries.
+//
+// Why: the prebuilt CPU binaries start and join their decode threads for every token, so the
+// built-in engine decodes with one thread (engines/builtin/defaults.ts). A build made here uses
+// OpenMP, whose threads live on, and decodes on every physical core, as llama-server does.
+// GPU engines keep node-llama-cpp's prebuilt CUDA or Vulkan binaries.
+//
+// `--remove` takes the build out of node_modules again (the cache is kept), for side-by-side runs.
+// Progress goes to stderr; the binding's folder is stdout's last line.
+// Exit codes: 0 built, reused or removed; 1 the build failed; 2 something it needs is missing.
+import { spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { bundleCommit, cacheBase, log, Missing, onPath, run } from './llama-server-build.mjs';
+
+const root = resolve(fileURLToPath(new URL('..', import.meta.url)));
+export const NODE_LLAMA_CPP = join(root, 'node_modules', 'node-llama-cpp');
+/** node-llama-cpp's folder name for a CPU-only build here (`getBuildFolderNameForBuildOptions`). */
+export const folderName = (platform = process.platform, arch = process.arch) => `${platform === 'win32' ? 'win' : platform === 'darwin' ? 'mac' : platform}-${arch}`;
+const LOCAL_BUILDS = join(NODE_LLAMA_CPP, 'llama', 'localBuilds');
+
+/** The cache folder of one build. */
+export function bindingCacheDir(base, version, commit, folder) {
+  return join(base, 'node-llama-cpp', `${version}-${commit.slice(0, 12)}-${folder}`);
+}
+
+/** What node-llama-cpp needs of a local build to load it: the Release folder and the marker. */
+export const KEPT = ['Release', 'buildDone.status'];
+
+function copyBuild(from, to) {
+  const partial = `${to}.partial-${process.pid}`;
+  rmSync(partial, { recursive: true, force: true });
+  mkdirSync(partial, { recursive: true });
+  for (const entry of KEPT) cpSync(join(from, entry), join(partial, entry), { recursive: true });
+  rmSync(to, { recursive: true, force: true });
+  renameSync(partial, to);
+}
+
+/** Loads node-llama-cpp as the built-in engine does on the CPU and says what it got. */
+function loadedBinding() {
+  const script = `import('node-llama-cpp').then(async ({ getLlama, LlamaLogLevel }) => {
+    const llama = await getLlama({ gpu: false, build: 'never', skipDownload: true, logLevel: LlamaLogLevel.error });
+    console.log(JSON.stringify({ buildType: llama.buildType, systemInfo: llama.systemInfo }));
+    process.exit(0);
+  })`;
+  const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const line = result.stdout?.trim().split('\n').pop() ?? '';
+  try {
+    return JSON.parse(line);
+  } catch {
+    throw new Error(`node-llama-cpp did not load (exit ${result.status ?? result.signal})`);
+  }
+}
+
+function main() {
+  const { values } = parseArgs({ options: { remove: { type: 'boolean', default: false }, help: { type: 'boolean', default: false } } });
+  if (values.help) {
+    console.log('usage: llama-binding-build [--remove]');
+    return 0;
+  }
+  if (!existsSync(join(NODE_LLAMA_CPP, 'package.json'))) throw new Missing(`node-llama-cpp is not installed (${NODE_LLAMA_CPP}): npm install`);
+  const folder = folderName();
+  const target = join(LOCAL_BUILDS, folder);
+  if (values.remove) {
+    rmSync(target, { recursive: true, force: true });
+    log(`removed ${target}: node-llama-cpp's prebuilt binaries are used again`);
+    return 0;
+  }
+  const version = JSON.parse(readFileSync(join(NODE_LLAMA_CPP, 'package.json'), 'utf8')).version;
+  const commit = bundleCommit();
+  const cached = bindingCacheDir(cacheBase(), version, commit, folder);
+  if (existsSync(join(cached, 'buildDone.status'))) {
+    copyBuild(cached, target);
+    log(`node-llama-cpp ${version} binding (llama.cpp ${commit.slice(0, 12)}, ${folder}): already built, copied from ${cached}`);
+  } else {
+    for (const tool of ['cmake', 'c++', 'cc', 'git']) if (onPath(tool) === null) throw new Missing(`${tool} is not installed (the binding needs CMake, a C/C++ compiler and git)`);
+    const started = Date.now();
+    log(`building node-llama-cpp ${version}'s CPU binding from llama.cpp ${commit.slice(0, 12)} (its bundle) for this machine; a few minutes`);
+    // node-llama-cpp's own build: its CMake options, OpenMP where the compiler has it, this CPU's
+    // instructions. Its output (CMake's progress) goes to our stderr.
+    run(process.execPath, [join(NODE_LLAMA_CPP, 'dist', 'cli', 'cli.js'), 'source', 'download', '--gpu', 'false', '--noUsageExample'], { cwd: root, stdio: ['ignore', 2, 'inherit'] });
+    if (!existsSync(join(target, 'buildDone.status'))) throw new Error(`the build left no ${join(target, 'buildDone.status')}`);
+    copyBuild(target, cached);
+    // The source and CMake's files stay behind in node_modules otherwise (~250 MB).
+    rmSync(join(NODE_LLAMA_CPP, 'llama', 'llama.cpp'), { recursive: true, force: true });
+    for (const entry of ['CMakeFiles', 'bin', 'llama.cpp', 'CMakeCache.txt', 'build.ninja', 'cmake_install.cmake', 'compile_commands.json']) rmSync(join(target, entry), { recursive: true, force: true });
+    log(`built in ${Math.round((Date.now() - started) / 1000)} s, kept in ${cached}`);
+  }
+  const loaded = loadedBinding();
+  if (loaded.buildType !== 'localBuild') throw new Error(`node-llama-cpp loaded its ${loaded.buildType} binary, not the build in ${target}`);
+  log(`node-llama-cpp loads it: ${/OPENMP = 1/.test(loaded.systemInfo) ? 'OpenMP (the built-in engine decodes on every physical core)' : 'no OpenMP (the built-in engine keeps a core free)'}`);
+  console.log(target);
+  return 0;
+}
+
+if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  try {
+    process.exitCode = main();
+  } catch (error) {
+    if (error instanceof Missing || String(error?.code).startsWith('ERR_PARSE_ARGS')) {
+      log(`llama-binding:build: ${error.message.split('\n')[0]}`);
+      process.exitCode = 2;
+    } else {
+      log(`llama-binding:build failed: ${error instanceof Error ? error.message : String(error)}`);
+      process.exitCode = 1;
+    }
+  }
+}
