@@ -398,8 +398,8 @@ describe('builtin engine: default threads', () => {
     expect(bindingKeepsThreads('')).toBe(false);
   });
 
-  it('runs the host with one libuv pool thread, so that every decode comes from one thread', () => {
-    expect(BUILTIN_HOST_ENV).toEqual({ UV_THREADPOOL_SIZE: '1' });
+  it('runs the host with one libuv pool thread (every decode from one thread) and OpenMP threads that sleep soon after a window', () => {
+    expect(BUILTIN_HOST_ENV).toEqual({ UV_THREADPOOL_SIZE: '1', GOMP_SPINCOUNT: '10000' });
   });
 });
 

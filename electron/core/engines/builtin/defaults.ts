@@ -58,11 +58,19 @@ export function bindingKeepsThreads(systemInfo: string): boolean {
   return /(^|\|)\s*OPENMP = 1\s*(\||$)/.test(systemInfo);
 }
 
-/** The built-in engine host's environment: one libuv pool thread. node-llama-cpp runs each decode
- *  on a pool thread, and an OpenMP build gives each calling thread its own team: with four pool
- *  threads, the teams of the last few decodes spun on the cores the next one needed (2.0–3.4 ms a
- *  token at two threads against 0.46–0.73 with one pool thread). */
-export const BUILTIN_HOST_ENV: Readonly<Record<string, string>> = { UV_THREADPOOL_SIZE: '1' };
+/**
+ * The built-in engine host's environment, for a binding built with OpenMP (GCC's libgomp):
+ * - One libuv pool thread. node-llama-cpp runs each decode on a pool thread, and OpenMP gives each
+ *   calling thread its own team: with four pool threads the teams of the last few decodes spun on
+ *   the cores the next one needed (2.0–3.4 ms a token at two threads, 0.46–0.73 with one).
+ * - A short spin before an idle OpenMP thread sleeps (libgomp's default is 300,000 turns, about a
+ *   millisecond here). Long enough to bridge the gap between two tokens, short enough that a paced
+ *   engine's threads are asleep soon after its window ends instead of spinning into the next
+ *   engine's: two engines at 2:1 through `serve` went from 58–75 % of solo together at 2.43–2.53 : 1
+ *   to 89–92 % at 2.20–2.22 : 1, alone unchanged within the noise (pacer NOTES.md).
+ * Neither changes anything with node-llama-cpp's prebuilt binaries (no OpenMP, threads per token).
+ */
+export const BUILTIN_HOST_ENV: Readonly<Record<string, string>> = { UV_THREADPOOL_SIZE: '1', GOMP_SPINCOUNT: '10000' };
 
 /** node-llama-cpp's `flashAttention` for a context: false (off) while attention runs on the CPU,
  *  undefined (llama.cpp decides) with every layer on a GPU. */
