@@ -34,7 +34,7 @@ import { segmentPath } from '../../electron/core/registry/segment.js';
 import { computeShares } from '../../electron/core/registry/shares.js';
 import { buildSchedule, stallBoundUs } from '../../electron/core/pacer/schedule.js';
 import { counterAt, gapsMs, median, rate, recoveredAtUs, releaseS, round, summary, textTable, wakeMs } from './pacing-stats.js';
-import { BUILTIN_HOST_ENV } from '../../electron/core/engines/builtin/defaults.js';
+import { builtinHostEnv } from '../../electron/core/engines/builtin/defaults.js';
 import { BUILTIN_HOST, BURN_ENGINE, CLI, ROOT, predictedTokens, readBurnOutput, type BurnOutput as BurnOutputFile } from '../fixtures/procs.js';
 
 const PACING_USAGE = `usage: npm run bench:pacing -- [flags]
@@ -301,7 +301,7 @@ interface BuiltinHost {
 async function startBuiltinHosts(scenario: Scenario, gpuKeys: string[]): Promise<BuiltinHost[]> {
   const processes = scenario.engines.map((spec, index) => {
     const [command, ...args] = taskset(0, [process.execPath, BUILTIN_HOST, '--model', builtinModel, '--ctx', '2048', '--gpu-layers', '0', '--threads', '1', '--port', '0', '--gpu-key', gpuKeys[index] ?? '', '--weight', String(spec.weight), '--name', `e${index}`]);
-    return spawn(command ?? 'taskset', args, { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...BUILTIN_HOST_ENV } });
+    return spawn(command ?? 'taskset', args, { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...builtinHostEnv(1) } });
   });
   try {
     const hosts = await Promise.all(processes.map((host, index) => readyHost(host, `e${index}`)));

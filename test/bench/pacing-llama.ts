@@ -34,7 +34,7 @@ import { buildSchedule, ownerAt, stallBoundUs, usUntilWindowEnd, type Schedule }
 import { writeGguf, type GgufSpec } from '../fixtures/gguf.js';
 import { LLAMA_SERVER_HINT, findLlamaServer, freePort, llamaServerArgs, nvidiaSmiListsGpu, streamCompletion, waitHealthy, type LlamaServerArgs } from '../fixtures/llama-server.js';
 import { BUILTIN_HOST, CLI, ROOT, predictedTokens } from '../fixtures/procs.js';
-import { BUILTIN_HOST_ENV } from '../../electron/core/engines/builtin/defaults.js';
+import { builtinHostEnv } from '../../electron/core/engines/builtin/defaults.js';
 import { PACER_TRACE_ENV, parseGateTrace, type GateTraceEvent } from '../../electron/core/pacer/trace.js';
 import { STOP_METHODS, type StopMethod } from '../../electron/core/pacer/stop-method.js';
 import { TRACE_MAX_S, analyseTrace, type PacingTrace, type TraceFindings } from './pacing-trace.js';
@@ -260,10 +260,10 @@ export function backendOf(message: string): string | null {
 }
 
 /** Starts one engine (behind `prefix`: taskset, `gpu-share run`) and waits until it is healthy. */
-async function startEngine(prefix: string[], kind: LlamaEngineKind, argv: string[], port: number, supervised: boolean, env?: NodeJS.ProcessEnv): Promise<Engine> {
+async function startEngine(prefix: string[], kind: LlamaEngineKind, argv: string[], port: number, threads: number, supervised: boolean, env?: NodeJS.ProcessEnv): Promise<Engine> {
   const [command, ...rest] = [...prefix, ...argv];
-  // The built-in engine's host as the supervisor starts it (BUILTIN_HOST_ENV), under whatever else the caller set.
-  const hostEnv = kind === 'builtin' ? { ...process.env, ...env, ...BUILTIN_HOST_ENV } : env;
+  // The built-in engine's host as the supervisor starts it (builtinHostEnv), under whatever else the caller set.
+  const hostEnv = kind === 'builtin' ? { ...process.env, ...env, ...builtinHostEnv(threads) } : env;
   const child = spawn(command ?? process.execPath, rest, { stdio: ['ignore', kind === 'builtin' ? 'pipe' : 'ignore', 'pipe'], ...(hostEnv === undefined ? {} : { env: hostEnv }) });
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => {
@@ -473,7 +473,7 @@ async function runOnce(options: LlamaBenchOptions, scenario: LlamaScenario, mode
           : enginePin;
       const argv = engineArgv(kind, server, args, mode === 'coop' ? { gpuKey, weight, name: `e${i}` } : null);
       const traceEnv = traceDir !== null && mode === 'gate' ? { ...process.env, [PACER_TRACE_ENV]: join(traceDir, `e${i}.jsonl`) } : undefined;
-      const engine = await startEngine(prefix, kind, argv, port, mode === 'gate', traceEnv);
+      const engine = await startEngine(prefix, kind, argv, port, args.threads, mode === 'gate', traceEnv);
       engines.push(engine);
       // Never a GPU figure from an engine that fell back to the CPU.
       if (kind === 'builtin' && device === 'gpu' && engine.backend() !== 'cuda') throw new Error(`the built-in engine loaded its model on ${engine.backend() ?? 'an unnamed backend'}, not CUDA`);
@@ -798,7 +798,7 @@ async function resumeCostOnce(options: LlamaBenchOptions, model: string, c: Resu
       const port = await freePort();
       const args: LlamaServerArgs = { model, port, ctx: config.ctx, threads: pin ? 1 : 4, gpuLayers: device === 'gpu' ? 999 : 0 };
       const peer = mode === 'coop' ? { gpuKey, weight: i === 0 ? 1 : stopPeerWeight(c.stopMs), name: `e${i}` } : null;
-      engines.push(await startEngine(pin ? ['taskset', '-c', String(options.cores.engine)] : [], options.engine, engineArgv(options.engine, server, args, peer), port, false));
+      engines.push(await startEngine(pin ? ['taskset', '-c', String(options.cores.engine)] : [], options.engine, engineArgv(options.engine, server, args, peer), port, args.threads, false));
     }
     for (const engine of engines) await streamCompletion(engine.port, Math.min(200, config.requestTokens), wallUs, { body: options.engine });
     const windowUs = RESUME_WINDOW_MS * 1000;

@@ -91,6 +91,7 @@ describe('pinning an engine to its device through its environment', () => {
     // The built-in engine's host decodes from one libuv pool thread, unless its profile says otherwise.
     expect(commandFor({ ...base, kind: 'builtin', command: null, gpuKey: 'cpu-0' }, deps).env).toEqual({ KEEP: '1', UV_THREADPOOL_SIZE: '1', GOMP_SPINCOUNT: '10000' });
     expect(commandFor({ ...base, kind: 'builtin', command: null, env: { UV_THREADPOOL_SIZE: '4' } }, deps).env['UV_THREADPOOL_SIZE']).toBe('4');
+    expect(commandFor({ ...base, kind: 'builtin', command: null, gpuKey: 'cpu-0', threads: 1 }, deps).env).toEqual({ KEEP: '1' });
     // Where the spec's device is in Vulkan's order, when it was looked up.
     expect(commandFor({ ...base, vulkan: { index: 2, via: 'pci-bus-id' } }, deps).env[VULKAN_DEVICES_ENV]).toBe('2');
     expect(commandFor(base, deps).env[VULKAN_DEVICES_ENV]).toBeUndefined();

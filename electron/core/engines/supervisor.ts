@@ -33,7 +33,7 @@ import { pinningFor } from './device-pinning.js';
 import type { VulkanMatch } from './vulkan-match.js';
 import { LLAMA_SERVER_DEFAULT_PORT, declaredPortOf } from '../pacer/server-activity.js';
 import { CRASH_LOOP_POLICY, crashHold, describeCrashHold, recentCrashes, type CrashHold, type CrashLoopPolicy, type CrashRecord } from './crash-loop.js';
-import { BUILTIN_HOST_ENV } from './builtin/defaults.js';
+import { builtinHostEnv } from './builtin/defaults.js';
 
 export type { EngineKind };
 
@@ -252,7 +252,7 @@ export function commandFor(spec: LaunchSpec, deps: Pick<SupervisorDeps, 'launche
       if (spec.modelPath === null) throw new SupervisorError(`${spec.profileId}: a builtin engine needs a model path`);
       const args = [builtinHostPath, '--model', spec.modelPath, '--ctx', String(spec.contextSize), '--gpu-layers', String(spec.gpuLayers), '--port', '0', '--gpu-key', gpuKey, '--weight', String(spec.weight), '--name', spec.name, '--alias', spec.name];
       if (spec.threads !== null) args.push('--threads', String(spec.threads));
-      const hostEnv = { ...BUILTIN_HOST_ENV, ...env };
+      const hostEnv = { ...builtinHostEnv(spec.threads), ...env };
       return { command: nodePath, args: [...args, ...spec.args], env: secret === null ? hostEnv : { ...hostEnv, [ENGINE_SECRET_ENV]: secret } };
     }
     case 'llama-server': {
