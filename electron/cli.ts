@@ -232,7 +232,7 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
     .addOption(new Option('--ctx <n>', "context size in tokens (with --model, default: the model's trained context, at most 8192)").argParser(parser(wholeNumber(16, 10_000_000))))
     .addOption(new Option('--weight <w>', 'weight (default: the profile\'s, or its priority\'s)').argParser(parser(checkWeight)))
     .addOption(new Option('--priority <p>', 'interactive, background or lab').argParser(parser(oneOf(['interactive', 'background', 'lab'] as const))))
-    .addOption(new Option('--threads <n>', 'CPU threads for the built-in engine (default: physical cores − 1; 1 with every layer on a GPU)').argParser(parser(wholeNumber(1, 1024))))
+    .addOption(new Option('--threads <n>', 'CPU threads for the built-in engine (default: the physical cores, one less with the prebuilt binding; 1 with every layer on a GPU)').argParser(parser(wholeNumber(1, 1024))))
     .addOption(new Option('--port <port>', "the engine's own HTTP port (built-in and llama-server engines; default: any free one)").argParser(parser(wholeNumber(1, 65_535))))
     .addOption(new Option('--api-key <key>', "requests that run the model must send Authorization: Bearer KEY (as llama-server's flag); default: none, the port takes any request on loopback").argParser(parser(checkApiKey)))
     .addOption(gpuKeyOption("the profile's preferred device while present, else the one with the most free memory"))

@@ -59,7 +59,7 @@ export interface HostOptions {
   ctx: number;
   /** 0 = CPU only (no GPU backend is even probed). */
   gpuLayers: number | 'auto' | 'max';
-  /** null = defaults.ts decides (physical cores − 1 on the CPU, 1 with every layer on a GPU). */
+  /** null = defaults.ts decides (every physical core with an OpenMP binding, one less with the prebuilt one, 1 with every layer on a GPU). */
   threads: number | null;
   /** `--flash-attn on|off`; null = defaults.ts decides (off while attention runs on the CPU). */
   flashAttention: boolean | null;
