@@ -141,6 +141,10 @@ describe('packed files per target', () => {
       expect(reflink.every((n) => n.startsWith(`reflink-${platform}-${arch}`)), `${target}: ${reflink.join(', ')}`).toBe(true);
       // node-llama-cpp itself is there (its JS in the archive).
       expect(dests(target).has('app.asar/node_modules/node-llama-cpp/package.json'), target).toBe(true);
+      // Never a binding built on this machine (npm run llama-binding:build; CI builds one): tuned
+      // for this CPU, and with it electron-builder unpacked all of node-llama-cpp, which then
+      // could not find its dependencies.
+      expect([...dests(target)].filter((d) => d.includes('node-llama-cpp/llama/localBuilds')), target).toEqual([]);
     }
     // On this machine the host's own binaries are installed, so its package carries them.
     expect(scopePackages(HOST, '@koromix')).toEqual([`koffi-${HOST}`]);
