@@ -99,10 +99,15 @@ export class ModelCatalog {
         views.push({ ...described, problem: estimated.unusable });
         continue;
       }
-      if (estimated === undefined || ('failed' in estimated && this.deps.nowMs() - estimated.atMs >= retryAfterMs(estimated.tries))) toEstimate.push({ path: model.path, contextSize, key: peakKey });
-      if (estimated === undefined || ('failed' in estimated && estimated.tries < ESTIMATE_TRIES)) pending++;
-      if (estimated !== undefined && 'peak' in estimated) views.push({ ...described, fit: fit(model, estimated.peak, contextSize) });
-      else views.push(estimated === undefined || estimated.tries < ESTIMATE_TRIES ? described : { ...described, fitProblem: estimated.failed });
+      if (estimated !== undefined && 'peak' in estimated) {
+        views.push({ ...described, fit: fit(model, estimated.peak, contextSize) });
+        continue;
+      }
+      // Not estimated yet, or failed: due for a try, and pending while tries are left.
+      if (estimated === undefined || this.deps.nowMs() - estimated.atMs >= retryAfterMs(estimated.tries)) toEstimate.push({ path: model.path, contextSize, key: peakKey });
+      const triesLeft = estimated === undefined || estimated.tries < ESTIMATE_TRIES;
+      if (triesLeft) pending++;
+      views.push(triesLeft ? described : { ...described, fitProblem: estimated.failed });
     }
     if (toEstimate.length > 0) this.estimateLater(toEstimate);
     return { models: views, places: scan.places, truncated: scan.truncated, pending, elapsedMs: Math.round(this.deps.nowMs() - started) };
