@@ -80,10 +80,10 @@ function main() {
   const commit = bundleCommit();
   const cached = bindingCacheDir(cacheBase(), version, commit, folder);
   if (existsSync(join(cached, 'buildDone.status'))) {
-    copyBuild(cached, target);
     log(`node-llama-cpp ${version} binding (llama.cpp ${commit.slice(0, 12)}, ${folder}): already built, copied from ${cached}`);
   } else {
-    for (const tool of ['cmake', 'c++', 'cc', 'git']) if (onPath(tool) === null) throw new Missing(`${tool} is not installed (the binding needs CMake, a C/C++ compiler and git)`);
+    // bundleCommit has checked git.
+    for (const tool of ['cmake', 'c++', 'cc']) if (onPath(tool) === null) throw new Missing(`${tool} is not installed (the binding needs CMake, a C/C++ compiler and git)`);
     const started = Date.now();
     log(`building node-llama-cpp ${version}'s CPU binding from llama.cpp ${commit.slice(0, 12)} (its bundle) for this machine; a few minutes`);
     // node-llama-cpp's own build: its CMake options, OpenMP where the compiler has it, this CPU's
@@ -91,11 +91,12 @@ function main() {
     run(process.execPath, [join(NODE_LLAMA_CPP, 'dist', 'cli', 'cli.js'), 'source', 'download', '--gpu', 'false', '--noUsageExample'], { cwd: root, stdio: ['ignore', 2, 'inherit'] });
     if (!existsSync(join(target, 'buildDone.status'))) throw new Error(`the build left no ${join(target, 'buildDone.status')}`);
     copyBuild(target, cached);
-    // The source and CMake's files stay behind in node_modules otherwise (~250 MB).
+    // The source stays behind in node_modules otherwise (~200 MB); CMake's files go with the copy below.
     rmSync(join(NODE_LLAMA_CPP, 'llama', 'llama.cpp'), { recursive: true, force: true });
-    for (const entry of ['CMakeFiles', 'bin', 'llama.cpp', 'CMakeCache.txt', 'build.ninja', 'cmake_install.cmake', 'compile_commands.json']) rmSync(join(target, entry), { recursive: true, force: true });
     log(`built in ${Math.round((Date.now() - started) / 1000)} s, kept in ${cached}`);
   }
+  // Both ways, node_modules holds exactly what node-llama-cpp loads (KEPT).
+  copyBuild(cached, target);
   const loaded = loadedBinding();
   if (loaded.buildType !== 'localBuild') throw new Error(`node-llama-cpp loaded its ${loaded.buildType} binary, not the build in ${target}`);
   log(`node-llama-cpp loads it: ${/OPENMP = 1/.test(loaded.systemInfo) ? 'OpenMP (the built-in engine decodes on every physical core)' : 'no OpenMP (the built-in engine keeps a core free)'}`);

@@ -300,8 +300,9 @@ interface BuiltinHost {
  */
 async function startBuiltinHosts(scenario: Scenario, gpuKeys: string[]): Promise<BuiltinHost[]> {
   const processes = scenario.engines.map((spec, index) => {
-    const [command, ...args] = taskset(0, [process.execPath, BUILTIN_HOST, '--model', builtinModel, '--ctx', '2048', '--gpu-layers', '0', '--threads', '1', '--port', '0', '--gpu-key', gpuKeys[index] ?? '', '--weight', String(spec.weight), '--name', `e${index}`]);
-    return spawn(command ?? 'taskset', args, { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...builtinHostEnv(1) } });
+    const threads = 1;
+    const [command, ...args] = taskset(0, [process.execPath, BUILTIN_HOST, '--model', builtinModel, '--ctx', '2048', '--gpu-layers', '0', '--threads', String(threads), '--port', '0', '--gpu-key', gpuKeys[index] ?? '', '--weight', String(spec.weight), '--name', `e${index}`]);
+    return spawn(command ?? 'taskset', args, { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...builtinHostEnv(threads) } });
   });
   try {
     const hosts = await Promise.all(processes.map((host, index) => readyHost(host, `e${index}`)));

@@ -999,7 +999,7 @@ export async function llamaBenchMain(args: LlamaMainArgs): Promise<number> {
   const modes = args.modes?.split(',') ?? [...(args.resumeCost === true ? RESUME_MODES[engine] : defaultLlamaModes(args.device, engine))];
   const unknownMode = modes.find((m) => !allowed.includes(m));
   if (unknownMode !== undefined) return fail(`--modes: mode ${unknownMode} is not one the ${engine} engine runs${args.resumeCost === true ? ' in --resume-cost' : ''} (${allowed.join(', ')})`);
-  if (args.stopMethod !== undefined && !(STOP_METHODS as readonly string[]).includes(args.stopMethod)) return fail(`--stop-method: sigstop or cuda-lock (got ${args.stopMethod})`);
+  if (args.stopMethod !== undefined && !(STOP_METHODS as readonly string[]).includes(args.stopMethod)) return fail(`--stop-method: ${STOP_METHODS.join(' or ')} (got ${args.stopMethod})`);
   if (args.trace !== undefined && args.resumeCost === true) return fail('--trace: goes with the scenarios, not --resume-cost');
   if (args.trace !== undefined && (args.trace === '' || !existsSync(dirname(resolvePath(args.trace))))) return fail(`--trace: ${JSON.stringify(args.trace)} is not a file in an existing folder`);
   const names = args.scenarios?.split(',') ?? LLAMA_SCENARIOS.map((s) => s.name);

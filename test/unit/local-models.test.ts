@@ -82,11 +82,11 @@ describe('models on this machine', () => {
     let seen = await llamaIn();
     expect(seen.view).toMatchObject({ fit: null, fitProblem: null });
     expect(seen.pending).toBe(1);
-    seen = await llamaIn();
+    await llamaIn();
     expect(llamaTries).toBe(1);
     for (let tries = 2; tries <= ESTIMATE_TRIES; tries++) {
       now += ESTIMATE_RETRY_MS;
-      seen = await llamaIn(); // the call that tries again
+      await llamaIn(); // the call that tries again
       seen = await llamaIn();
       expect(llamaTries).toBe(tries);
     }
@@ -100,7 +100,7 @@ describe('models on this machine', () => {
     expect(list.models.find((m) => m.name === 'someone/coder:latest')).toMatchObject({ problem: 'not a valid GGUF model (its header breaks the format) (tensor data past the end)', fit: null, fitProblem: null });
     // A minute on, it is tried again and its fit is known.
     now += ESTIMATE_RETRY_LATER_MS;
-    seen = await llamaIn();
+    await llamaIn();
     seen = await llamaIn();
     expect(seen.view).toMatchObject({ fit: { verdict: 'ADMIT' }, fitProblem: null });
   });
