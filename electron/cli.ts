@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { loadRegistryHelper } from '../native/helper.js';
 import { systemClock } from './core/clock.js';
 import { processIo } from './core/commands/io.js';
-import { defaultDataDir } from './core/paths.js';
+import { builtinHostPath, defaultDataDir } from './core/paths.js';
 import { shareRegistries } from './core/registry/segment.js';
 import { STOP_METHODS, type StopMethod } from './core/pacer/stop-method.js';
 import { checkGpuKey, checkIntervalMs, checkName, checkWeight, checkWholeNumber, type Checked } from './core/registry/validate.js';
@@ -222,7 +222,7 @@ export function buildProgram(run: (work: () => Promise<number>) => void): Comman
 
   // This file runs as dist/electron/cli.js: the engine host sits beside it, the CLI entry above.
   const here = dirname(fileURLToPath(import.meta.url));
-  const launchers = { nodePath: process.execPath, cliPath: join(here, '..', '..', 'bin', 'gpu-share.js'), builtinHostPath: join(here, 'core', 'engines', 'builtin', 'engine-host.js') };
+  const launchers = { nodePath: process.execPath, cliPath: join(here, '..', '..', 'bin', 'gpu-share.js'), builtinHostPath: builtinHostPath() };
 
   program
     .command('launch')

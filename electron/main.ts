@@ -11,7 +11,7 @@ import { startApiServer, type ApiServer } from './core/api/server.js';
 import { startCore } from './core/app.js';
 import type { Core } from './core/app-types.js';
 import { DEFAULT_API_PORT, type Verdict } from './core/contract.js';
-import { defaultDataDir, rendererDir } from './core/paths.js';
+import { builtinHostPath, defaultDataDir, rendererDir } from './core/paths.js';
 import { openNodeSettings } from './core/settings.js';
 import { setupIpc } from './shell/ipc.js';
 import { openDataDir } from './core/data-lock.js';
@@ -123,7 +123,7 @@ async function start(): Promise<void> {
     helper: loadRegistryHelper(),
     // `nodePath` scripts run as utility processes (createAppSpawn): the app's own executable
     // never has to act as Node.
-    launchers: { nodePath: process.execPath, cliPath: join(here, 'cli.js'), builtinHostPath: join(here, 'core', 'engines', 'builtin', 'engine-host.js') },
+    launchers: { nodePath: process.execPath, cliPath: join(here, 'cli.js'), builtinHostPath: builtinHostPath() },
     spawn: createAppSpawn(process.execPath),
     log,
   });

@@ -19,3 +19,9 @@ export function defaultDataDir(env: NodeJS.ProcessEnv = process.env, platform: N
 export function rendererDir(): string {
   return join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'renderer');
 }
+
+/** The built-in engine's host process (dist/electron/core/engines/builtin/engine-host.js), beside
+ *  the compiled core as the dashboard is. */
+export function builtinHostPath(): string {
+  return join(dirname(fileURLToPath(import.meta.url)), 'engines', 'builtin', 'engine-host.js');
+}

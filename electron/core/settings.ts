@@ -178,8 +178,8 @@ function fileStamp(path: string): string {
  * (`onProblem` says why); keys missing from it take their defaults, except the API token, which
  * stays what it was (the dashboard would lose its way in otherwise).
  */
-export function settingsFrom(conf: ConfLike, onProblem: (message: string) => void = () => undefined, opened: Settings = conf.store): SettingsStore {
-  let current = opened;
+export function settingsFrom(conf: SettingsFile, onProblem: (message: string) => void = () => undefined): SettingsStore {
+  let current = conf.opened;
   let seen = fileStamp(conf.path);
   let lastProblem = '';
   const refresh = (): void => {
@@ -304,5 +304,5 @@ export function openNodeSettings(dataDir: string, apiPort: number, onProblem?: (
   const file = join(dataDir, 'settings.json');
   const { conf, loadProblem } = openWithRecovery(() => new SettingsFile(file, defaultSettings(apiPort)), file);
   // The file was just read to open it: not read a second time.
-  return { ...settingsFrom(conf, onProblem, conf.opened), loadProblem };
+  return { ...settingsFrom(conf, onProblem), loadProblem };
 }

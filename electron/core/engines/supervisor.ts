@@ -220,7 +220,6 @@ export const ENDED_KEEP_US = 10 * 60_000_000;
 
 const hasEnded = (state: EngineState): boolean => state === 'stopped' || state === 'exited' || state === 'crashed';
 
-
 /** The command line for a spec. Pure. `secret`: the engine's own, which its port will require
  *  (the built-in engine gets it in its environment, llama-server and llamafile as `--api-key`;
  *  a command engine's port is its own business and stays unprotected). */
