@@ -5,7 +5,7 @@
  * benchmark holds the tight figures).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -184,6 +184,41 @@ describe('built-in engines', () => {
         holder.segment.close();
       }
       await client;
+    }
+  }, 60_000);
+
+  it.skipIf(process.platform !== 'linux')("at its default threads through the supervisor: an OpenMP binding's decode threads each on a core of their own, the engine's main thread on every CPU", async () => {
+    // Unbound, a window's first decode could find its two threads stacked on one core while the
+    // other idled (each barrier a whole spin: 13–45 ms a token instead of 0.7). The supervisor binds
+    // them (builtinHostEnv); libgomp then binds the loading thread too, which the host undoes.
+    const gpuKey = testKey('builtinbind');
+    keys.push(gpuKey);
+    const logs: string[] = [];
+    const supervisor = new Supervisor(simSupervisorDeps({ clock, gpuKey, onEvent: (event) => event.kind === 'log' && logs.push(event.line) }));
+    try {
+      const result = await supervisor.launch({ profileId: 'bound', name: 'bound', kind: 'builtin', capability: 'chat', modelPath: paced, modelKey: 'paced', contextSize: 1024, gpuLayers: 0, threads: null, weight: 1, priority: 'interactive', pinned: false, command: null, args: [], env: {}, peakBytes: 64 * 1024 * 1024, peakSource: 'ESTIMATED' });
+      const pid = result.engine?.pid ?? 0;
+      expect(result.engine?.state).toBe('running');
+      await streamChat(result.engine?.port ?? 0, 32, undefined, supervisor.secretOf(result.engine?.id ?? '') ?? undefined);
+      const loaded = logs.find((line) => line.includes('model loaded')) ?? '';
+      const threads = Number(/(\d+) threads/.exec(loaded)?.[1] ?? 0);
+      const cpusOfTask = (tid: string): string => /Cpus_allowed_list:\s*(\S+)/.exec(readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8'))?.[1] ?? '';
+      const ours = /Cpus_allowed_list:\s*(\S+)/.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? '';
+      const tasks = readdirSync(`/proc/${pid}/task`);
+      const bound = tasks.filter((tid) => tid !== String(pid) && cpusOfTask(tid) !== ours).map(cpusOfTask);
+      console.info(`engine (${loaded.replace(/.*model loaded: /, '')}): main thread on CPUs ${cpusOfTask(String(pid))}, bound threads on ${bound.join(' ') || 'none'}`);
+      // The main thread (and everything it starts) keeps the CPUs it was given.
+      expect(cpusOfTask(String(pid))).toBe(ours);
+      if (loaded.includes('with OpenMP') && threads > 1) {
+        expect(bound).toHaveLength(threads);
+        expect(new Set(bound).size).toBe(threads);
+        for (const cpus of bound) expect(cpus).toMatch(/^\d+$/);
+      } else {
+        // A prebuilt binding (no OpenMP) or one thread: nothing to bind, nothing bound.
+        expect(bound).toEqual([]);
+      }
+    } finally {
+      await supervisor.stopAll(3_000);
     }
   }, 60_000);
 });

@@ -21,7 +21,7 @@ import {
   usageOf,
   type ResponseMeta,
 } from '../../electron/core/engines/builtin/openai-api.js';
-import { BUILTIN_HOST_ENV, bindingKeepsThreads, builtinHostEnv, defaultFlashAttention, defaultThreads } from '../../electron/core/engines/builtin/defaults.js';
+import { bindingKeepsThreads, builtinHostEnv, defaultFlashAttention, defaultThreads } from '../../electron/core/engines/builtin/defaults.js';
 import { parseHostArgs } from '../../electron/core/engines/builtin/engine-host.js';
 import { allowedHosts } from '../../electron/core/api/http.js';
 import { buildPropsBlock, type GpuPeersView } from '../../electron/core/registry/view.js';
@@ -398,12 +398,15 @@ describe('builtin engine: default threads', () => {
     expect(bindingKeepsThreads('')).toBe(false);
   });
 
-  it('runs the host with one libuv pool thread (every decode from one thread) and OpenMP threads that sleep soon after a window', () => {
-    expect(BUILTIN_HOST_ENV).toEqual({ UV_THREADPOOL_SIZE: '1', GOMP_SPINCOUNT: '10000' });
-    expect(builtinHostEnv(null)).toBe(BUILTIN_HOST_ENV);
-    expect(builtinHostEnv(4)).toBe(BUILTIN_HOST_ENV);
-    // One thread has no team to keep together: libuv's pool as it is.
-    expect(builtinHostEnv(1)).toEqual({});
+  it('runs the host with one libuv pool thread (every decode from one thread), OpenMP threads that sleep soon after a window and, on Linux, each on its own core', () => {
+    const everywhere = { UV_THREADPOOL_SIZE: '1', GOMP_SPINCOUNT: '10000' };
+    expect(builtinHostEnv(null, 'win32')).toEqual(everywhere);
+    expect(builtinHostEnv(4, 'darwin')).toEqual(everywhere);
+    expect(builtinHostEnv(null, 'linux')).toEqual({ ...everywhere, OMP_PROC_BIND: 'close', OMP_PLACES: 'cores' });
+    expect(builtinHostEnv(2, 'linux')).toBe(builtinHostEnv(null, 'linux'));
+    // One thread has no team to keep together: libuv's pool as it is, nothing bound.
+    expect(builtinHostEnv(1, 'linux')).toEqual({});
+    expect(builtinHostEnv(1, 'win32')).toEqual({});
   });
 });
 

@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { chooseLaunchDevice, deviceKindOf, pinningFor, CUDA_DEVICES_ENV, VULKAN_DEVICES_ENV } from '../../electron/core/engines/device-pinning.js';
 import { ENGINE_KINDS } from '../../electron/core/engines/profiles.js';
+import { builtinHostEnv } from '../../electron/core/engines/builtin/defaults.js';
 import { commandFor, Supervisor, type LaunchSpec, type SpawnRequest, type SpawnedProcess } from '../../electron/core/engines/supervisor.js';
 import { describePlan, elsewhereAdvice } from '../../electron/core/planner/describe.js';
 import { chooseElsewhere, withElsewhere } from '../../electron/core/planner/elsewhere.js';
@@ -89,7 +90,8 @@ describe('pinning an engine to its device through its environment', () => {
     }
     expect(commandFor({ ...base, gpuKey: 'cpu-0' }, deps).env).toEqual({ KEEP: '1' });
     // The built-in engine's host decodes from one libuv pool thread, unless its profile says otherwise.
-    expect(commandFor({ ...base, kind: 'builtin', command: null, gpuKey: 'cpu-0' }, deps).env).toEqual({ KEEP: '1', UV_THREADPOOL_SIZE: '1', GOMP_SPINCOUNT: '10000' });
+    expect(commandFor({ ...base, kind: 'builtin', command: null, gpuKey: 'cpu-0' }, deps).env).toEqual({ KEEP: '1', ...builtinHostEnv(null) });
+    expect(builtinHostEnv(null)).toMatchObject({ UV_THREADPOOL_SIZE: '1' });
     expect(commandFor({ ...base, kind: 'builtin', command: null, env: { UV_THREADPOOL_SIZE: '4' } }, deps).env['UV_THREADPOOL_SIZE']).toBe('4');
     expect(commandFor({ ...base, kind: 'builtin', command: null, gpuKey: 'cpu-0', threads: 1 }, deps).env).toEqual({ KEEP: '1' });
     // Where the spec's device is in Vulkan's order, when it was looked up.

@@ -16,7 +16,7 @@
  *
  * A binding built on the machine (`npm run llama-binding:build`) uses OpenMP, whose thread team
  * lives on between computations: with every decode coming from one thread (the host runs with one
- * libuv pool thread, BUILTIN_HOST_ENV) two threads decoded a token in 0.46–0.73 ms against
+ * libuv pool thread, builtinHostEnv) two threads decoded a token in 0.46–0.73 ms against
  * 0.89–0.99 ms for one (pacer NOTES.md, "A binding built for the machine"). With it the default is
  * every physical core, as llama-server's.
  *
@@ -63,20 +63,31 @@ export function bindingKeepsThreads(systemInfo: string): boolean {
  * - One libuv pool thread. node-llama-cpp runs each decode on a pool thread, and OpenMP gives each
  *   calling thread its own team: with four pool threads the teams of the last few decodes spun on
  *   the cores the next one needed (2.0–3.4 ms a token at two threads, 0.46–0.73 with one).
- * - A short spin before an idle OpenMP thread sleeps (libgomp's default is 300,000 turns, about a
- *   millisecond here). Long enough to bridge the gap between two tokens, short enough that a paced
- *   engine's threads are asleep soon after its window ends instead of spinning into the next
- *   engine's: two engines at 2:1 through `serve` went from 58–75 % of solo together at 2.43–2.53 : 1
- *   to 89–92 % at 2.20–2.22 : 1, alone unchanged within the noise (pacer NOTES.md).
+ * - A short spin before an idle OpenMP thread sleeps (libgomp's default is 300,000 turns of the
+ *   `pause` instruction; 10,000 take ~0.27 ms here). Long enough to bridge the gap between two
+ *   tokens, short enough that a paced engine's threads are asleep soon after its window ends
+ *   instead of spinning into the next engine's: two engines at 2:1 through `serve` went from 58–75 %
+ *   of solo together at 2.43–2.53 : 1 to 89–92 % at 2.20–2.22 : 1, alone unchanged (pacer NOTES.md).
+ * - Linux: each decode thread bound to its own core (OMP_PROC_BIND=close over OMP_PLACES=cores).
+ *   Unbound, a window's first decode often found its team stacked on one core while the other
+ *   idled: the scheduler wakes a sleeping thread on its waker's core when the machine is busy, and
+ *   a team whose threads take turns there looks like one task to the load balancer. Each of the
+ *   decode's barriers then cost a whole spin (~50 a token: 13–45 ms instead of 0.7), and the
+ *   weight-1 engine, which starts a window twice as often per token, lost a third of its window
+ *   time (`perf sched`, pacer NOTES.md "Two decode threads on one core"). libgomp also binds the
+ *   thread that loads it; the host gives its JavaScript thread its CPUs back (keepingThreadCpus).
  * Neither changes anything with node-llama-cpp's prebuilt binaries (no OpenMP, threads per token).
  */
-export const BUILTIN_HOST_ENV: Readonly<Record<string, string>> = { UV_THREADPOOL_SIZE: '1', GOMP_SPINCOUNT: '10000' };
+const HOST_ENV: Readonly<Record<string, string>> = { UV_THREADPOOL_SIZE: '1', GOMP_SPINCOUNT: '10000' };
+const HOST_ENV_LINUX: Readonly<Record<string, string>> = { ...HOST_ENV, OMP_PROC_BIND: 'close', OMP_PLACES: 'cores' };
 
-/** The host's environment for an engine of `threads` decode threads (null: its default). One
- *  thread has no team to keep together: there the pool stays libuv's, which measured 2.04–2.08 : 1
- *  in the pinned 2:1 benchmark against 2.07–2.14 with one pool thread, alternated, same session. */
-export function builtinHostEnv(threads: number | null): Readonly<Record<string, string>> {
-  return threads === 1 ? {} : BUILTIN_HOST_ENV;
+/** The host's environment for an engine of `threads` decode threads (null: its default) on
+ *  `platform`. One thread has no team to keep together: there the pool stays libuv's, which
+ *  measured 2.04–2.08 : 1 in the pinned 2:1 benchmark against 2.07–2.14 with one pool thread,
+ *  alternated, same session. */
+export function builtinHostEnv(threads: number | null, platform: NodeJS.Platform = process.platform): Readonly<Record<string, string>> {
+  if (threads === 1) return {};
+  return platform === 'linux' ? HOST_ENV_LINUX : HOST_ENV;
 }
 
 /** node-llama-cpp's `flashAttention` for a context: false (off) while attention runs on the CPU,

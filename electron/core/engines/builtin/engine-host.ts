@@ -29,6 +29,7 @@ import type { AddressInfo } from 'node:net';
 import { basename } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadRegistryHelper, RegistryError } from '../../../../native/helper.js';
+import { cpuList, keepingThreadCpus, loadThreadCpus } from '../../../../native/thread-affinity.js';
 import { monotonicUs } from '../../clock.js';
 import { checkGpuKey, checkName, checkWeight, parseWholeNumber } from '../../registry/validate.js';
 import { formatHostEvent, type HostEvent, type HostLogLevel } from '../host-protocol.js';
@@ -367,7 +368,9 @@ async function main(argv: readonly string[]): Promise<void> {
   let engine: Engine;
   try {
     const { getLlama, LlamaLogLevel, resolveChatWrapper } = await import('node-llama-cpp');
-    const llama = await getLlama({
+    // An OpenMP binding binds the thread that loads it (OMP_PROC_BIND, builtinHostEnv): this one
+    // gets its CPUs back, so that only the decode threads stay bound.
+    const loaded = await keepingThreadCpus(loadThreadCpus(), () => getLlama({
       gpu: options.gpuLayers === 0 ? false : 'auto',
       build: 'never',
       skipDownload: true,
@@ -380,7 +383,10 @@ async function main(argv: readonly string[]): Promise<void> {
         if (level === LlamaLogLevel.error || level === LlamaLogLevel.fatal) log('error', `llama.cpp: ${text}`);
         else if (level === LlamaLogLevel.warn) log('warn', `llama.cpp: ${text}`);
       },
-    });
+    }));
+    const llama = loaded.value;
+    if (loaded.cpus.kind === 'restored') log('info', `llama.cpp's OpenMP bound the engine's main thread to CPU ${cpuList(loaded.cpus.narrowed)}; it runs on CPUs ${cpuList(loaded.cpus.restored)} again (the decode threads stay bound)`);
+    else if (loaded.cpus.kind === 'unknown' && process.env['OMP_PROC_BIND'] !== undefined) log('warn', `OMP_PROC_BIND is set but the engine's main thread's CPUs cannot be checked: ${loaded.cpus.why}`);
     if (host.isStopping) return;
     const vulkanWarning = vulkanPinningWarning(llama.gpu, process.env);
     if (vulkanWarning !== null) log('warn', vulkanWarning);
