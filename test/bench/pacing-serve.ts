@@ -168,7 +168,7 @@ async function runSetup(setup: ServeSetup, server: string | null, measureS: numb
     await sleep(2_500);
     const engines = (await (await fetch(`${served.base}/api/state`, { headers: { authorization: `Bearer ${served.token}` } })).json()) as AppState;
     const pidOf = (id: string): number => engines.engines.find((e) => e.profileId === id && e.state === 'running')?.pid ?? -1;
-    const threadsLine = engines.engines.find((e) => e.profileId === 'w2')?.logTail.find((line) => /threads/.test(line)) ?? '';
+    const threadsLine = engines.engines.find((e) => e.profileId === 'w2')?.logTail.find((line) => /model loaded/.test(line)) ?? '';
     const threads = setup === 'llama-server' ? null : Number(/(\d+) threads/.exec(threadsLine)?.[1] ?? Number.NaN);
 
     const heavy = startClient(served, setup, 'w2', config.requestTokens, wallUs);
