@@ -14,8 +14,12 @@
 // GPU engines keep node-llama-cpp's prebuilt CUDA or Vulkan binaries.
 //
 // `--remove` takes the build out of node_modules again (the cache is kept), for side-by-side runs.
+// `--optional` is how `npm install` runs it (postinstall): on Linux only (where GCC's OpenMP makes
+// the difference; elsewhere the prebuilt binaries stay), never when GPU_SHARE_PREBUILT_BINDING=1,
+// and whatever happens it exits 0, saying in one line why the engine keeps the prebuilt binaries.
 // Progress goes to stderr; the binding's folder is stdout's last line.
-// Exit codes: 0 built, reused or removed; 1 the build failed; 2 something it needs is missing.
+// Exit codes: 0 built, reused or removed (or, with --optional, always); 1 the build failed; 2
+// something it needs is missing.
 import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -62,11 +66,32 @@ function loadedBinding() {
   }
 }
 
+/** A bad command line (exit 2, --optional or not). */
+class Usage extends Error {}
+
+/** What the engine does without the build, and how to get it later. */
+const PREBUILT_NOTE = "the built-in engine keeps node-llama-cpp's prebuilt binaries (one decode thread less than the physical cores); `npm run llama-binding:build` builds the faster one";
+
+/** Why `--optional` does not build here (null: it does). Pure. */
+export function optionalSkip(platform, env) {
+  if (env.GPU_SHARE_PREBUILT_BINDING === '1') return 'GPU_SHARE_PREBUILT_BINDING=1';
+  if (platform !== 'linux') return `only built on install on Linux, this is ${platform}`;
+  return null;
+}
+
 function main() {
-  const { values } = parseArgs({ options: { remove: { type: 'boolean', default: false }, help: { type: 'boolean', default: false } } });
+  const { values } = parseArgs({ options: { remove: { type: 'boolean', default: false }, optional: { type: 'boolean', default: false }, help: { type: 'boolean', default: false } } });
   if (values.help) {
-    console.log('usage: llama-binding-build [--remove]');
+    console.log('usage: llama-binding-build [--remove | --optional]');
     return 0;
+  }
+  if (values.optional && values.remove) throw new Usage('--optional and --remove: one or the other');
+  if (values.optional) {
+    const skip = optionalSkip(process.platform, process.env);
+    if (skip !== null) {
+      log(`llama-binding:build: skipped (${skip}); ${PREBUILT_NOTE}`);
+      return 0;
+    }
   }
   if (!existsSync(join(NODE_LLAMA_CPP, 'package.json'))) throw new Missing(`node-llama-cpp is not installed (${NODE_LLAMA_CPP}): npm install`);
   const folder = folderName();
@@ -108,7 +133,12 @@ if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(
   try {
     process.exitCode = main();
   } catch (error) {
-    if (error instanceof Missing || String(error?.code).startsWith('ERR_PARSE_ARGS')) {
+    const usage = error instanceof Usage || String(error?.code).startsWith('ERR_PARSE_ARGS');
+    if (process.argv.includes('--optional') && !usage) {
+      // npm install goes on: the engine runs on the prebuilt binaries.
+      log(`llama-binding:build: ${error instanceof Missing ? 'not built' : 'the build failed'} (${(error instanceof Error ? error.message : String(error)).split('\n')[0]}); ${PREBUILT_NOTE}`);
+      process.exitCode = 0;
+    } else if (error instanceof Missing || usage) {
       log(`llama-binding:build: ${error.message.split('\n')[0]}`);
       process.exitCode = 2;
     } else {

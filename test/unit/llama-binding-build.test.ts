@@ -1,7 +1,9 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { bindingCacheDir, folderName, KEPT } from '../../scripts/llama-binding-build.mjs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { bindingCacheDir, folderName, KEPT, optionalSkip } from '../../scripts/llama-binding-build.mjs';
 
 const SCRIPT = join(import.meta.dirname, '..', '..', 'scripts', 'llama-binding-build.mjs');
 
@@ -20,5 +22,31 @@ describe('llama-binding:build', () => {
     expect(result.status).toBe(2);
     expect(result.stderr.trim().split('\n')).toHaveLength(1);
     expect(result.stderr).toMatch(/^llama-binding:build: .*--fast/);
+  });
+
+  it('builds on install (--optional) on Linux only, and not when the user asks for the prebuilt binaries', () => {
+    expect(optionalSkip('linux', {})).toBeNull();
+    expect(optionalSkip('linux', { GPU_SHARE_PREBUILT_BINDING: '1' })).toBe('GPU_SHARE_PREBUILT_BINDING=1');
+    expect(optionalSkip('darwin', {})).toMatch(/only built on install on Linux, this is darwin/);
+    expect(optionalSkip('win32', { GPU_SHARE_PREBUILT_BINDING: '0' })).toMatch(/this is win32/);
+  });
+
+  it('never fails npm install: with nothing it needs, --optional says in one line why and what the engine uses, and exits 0', () => {
+    const cache = mkdtempSync(join(tmpdir(), 'gpushare-binding-cache-'));
+    try {
+      // No git, CMake or compiler on the PATH, and nothing cached.
+      const env = { ...process.env, PATH: '/nonexistent', GPU_SHARE_CACHE: cache };
+      const optional = spawnSync(process.execPath, [SCRIPT, '--optional'], { encoding: 'utf8', env });
+      expect(optional.status).toBe(0);
+      expect(optional.stderr.trim().split('\n')).toHaveLength(1);
+      expect(optional.stderr).toMatch(/^llama-binding:build: not built \(git is not installed.*prebuilt binaries.*npm run llama-binding:build/);
+      // Asked for by name, the same is an error.
+      const asked = spawnSync(process.execPath, [SCRIPT], { encoding: 'utf8', env });
+      expect(asked.status).toBe(2);
+      // A bad command line stays one, --optional or not.
+      expect(spawnSync(process.execPath, [SCRIPT, '--optional', '--remove'], { encoding: 'utf8', env }).status).toBe(2);
+    } finally {
+      rmSync(cache, { recursive: true, force: true });
+    }
   });
 });
