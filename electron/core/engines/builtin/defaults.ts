@@ -68,18 +68,21 @@ export function bindingKeepsThreads(systemInfo: string): boolean {
  *   tokens, short enough that a paced engine's threads are asleep soon after its window ends
  *   instead of spinning into the next engine's: two engines at 2:1 through `serve` went from 58–75 %
  *   of solo together at 2.43–2.53 : 1 to 89–92 % at 2.20–2.22 : 1, alone unchanged (pacer NOTES.md).
- * - Linux: each decode thread bound to its own core (OMP_PROC_BIND=close over OMP_PLACES=cores).
- *   Unbound, a window's first decode often found its team stacked on one core while the other
- *   idled: the scheduler wakes a sleeping thread on its waker's core when the machine is busy, and
- *   a team whose threads take turns there looks like one task to the load balancer. Each of the
- *   decode's barriers then cost a whole spin (~50 a token: 13–45 ms instead of 0.7), and the
- *   weight-1 engine, which starts a window twice as often per token, lost a third of its window
- *   time (`perf sched`, pacer NOTES.md "Two decode threads on one core"). libgomp also binds the
- *   thread that loads it; the host gives its JavaScript thread its CPUs back (keepingThreadCpus).
+ * - Linux, at the default threads (one per physical core): each decode thread bound to a core of
+ *   its own (OMP_PROC_BIND=close over OMP_PLACES=cores). Unbound, a window's first decode often
+ *   found its team stacked on one core while the other idled: the scheduler wakes a sleeping
+ *   thread on its waker's core when the machine is busy, and a team whose threads take turns there
+ *   looks like one task to the load balancer. Each of the decode's barriers then cost a whole spin
+ *   (~50 a token: 13–73 ms instead of 0.7), and the weight-1 engine, which starts a window twice as
+ *   often per token, lost a third of its window time (`perf sched`, pacer NOTES.md "Two decode
+ *   threads on one core"). Fewer threads than cores, set by a profile, stay unbound: every such
+ *   engine would be bound to the same first cores, and engines on different devices (not paced
+ *   against each other) would then share those while the rest idled. libgomp also binds the thread
+ *   that loads it; the host gives its JavaScript thread its CPUs back (keepingThreadCpus).
  * Neither changes anything with node-llama-cpp's prebuilt binaries (no OpenMP, threads per token).
  */
 const HOST_ENV: Readonly<Record<string, string>> = { UV_THREADPOOL_SIZE: '1', GOMP_SPINCOUNT: '10000' };
-const HOST_ENV_LINUX: Readonly<Record<string, string>> = { ...HOST_ENV, OMP_PROC_BIND: 'close', OMP_PLACES: 'cores' };
+const HOST_ENV_BOUND: Readonly<Record<string, string>> = { ...HOST_ENV, OMP_PROC_BIND: 'close', OMP_PLACES: 'cores' };
 
 /** The host's environment for an engine of `threads` decode threads (null: its default) on
  *  `platform`. One thread has no team to keep together: there the pool stays libuv's, which
@@ -87,7 +90,7 @@ const HOST_ENV_LINUX: Readonly<Record<string, string>> = { ...HOST_ENV, OMP_PROC
  *  alternated, same session. */
 export function builtinHostEnv(threads: number | null, platform: NodeJS.Platform = process.platform): Readonly<Record<string, string>> {
   if (threads === 1) return {};
-  return platform === 'linux' ? HOST_ENV_LINUX : HOST_ENV;
+  return threads === null && platform === 'linux' ? HOST_ENV_BOUND : HOST_ENV;
 }
 
 /** node-llama-cpp's `flashAttention` for a context: false (off) while attention runs on the CPU,
