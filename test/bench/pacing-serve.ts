@@ -159,6 +159,11 @@ async function runSetup(setup: ServeSetup, server: string | null, measureS: numb
       while ((warm.counter.at(-1)?.[1] ?? 0) < 200 && Date.now() < deadline) await sleep(50);
       await warm.stop();
     }
+    // The weight-2 engine's threads, from its "model loaded" line while its log tail still holds it.
+    const appState = async (): Promise<AppState> => (await (await fetch(`${served.base}/api/state`, { headers: { authorization: `Bearer ${served.token}` } })).json()) as AppState;
+    const loadedState = await appState();
+    const threadsLine = loadedState.engines.find((e) => e.profileId === 'w2')?.logTail.find((line) => /model loaded/.test(line)) ?? '';
+    const threads = setup === 'llama-server' ? null : Number(/(\d+) threads/.exec(threadsLine)?.[1] ?? Number.NaN);
     // Then both together, as measured later (LLAMA_WARM_S: V8 optimises the paced engine's code).
     if (warmS > 0) {
       const warming = ['w2', 'w1'].map((id) => startClient(served, setup, id, config.requestTokens, wallUs));
@@ -166,10 +171,8 @@ async function runSetup(setup: ServeSetup, server: string | null, measureS: numb
       for (const warm of warming) await warm.stop();
     }
     await sleep(2_500);
-    const engines = (await (await fetch(`${served.base}/api/state`, { headers: { authorization: `Bearer ${served.token}` } })).json()) as AppState;
+    const engines = await appState();
     const pidOf = (id: string): number => engines.engines.find((e) => e.profileId === id && e.state === 'running')?.pid ?? -1;
-    const threadsLine = engines.engines.find((e) => e.profileId === 'w2')?.logTail.find((line) => /model loaded/.test(line)) ?? '';
-    const threads = setup === 'llama-server' ? null : Number(/(\d+) threads/.exec(threadsLine)?.[1] ?? Number.NaN);
 
     const heavy = startClient(served, setup, 'w2', config.requestTokens, wallUs);
     clients.push(heavy);
