@@ -12,6 +12,7 @@ import { createInterface } from 'node:readline';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../electron/core/clock.js';
 import { parseHostLine } from '../../electron/core/engines/host-protocol.js';
+import { parseGateTrace } from '../../electron/core/pacer/trace.js';
 import { Supervisor, type SupervisorEvent } from '../../electron/core/engines/supervisor.js';
 import { RegistryMember, processBootUs, startHeartbeat } from '../../electron/core/registry/member.js';
 import { RegistrySegment } from '../../electron/core/registry/segment.js';
@@ -219,6 +220,40 @@ describe('built-in engines', () => {
       }
     } finally {
       await supervisor.stopAll(3_000);
+    }
+  }, 60_000);
+
+  it("writes every decode step into the pacer's trace when asked (FILE.PID: serve starts several hosts)", async () => {
+    const trace = join(dir, 'steps');
+    const fromUs = Date.now() * 1000;
+    const host = spawn(process.execPath, [BUILTIN_HOST, '--model', tiny, '--ctx', '256', '--gpu-layers', '0', '--threads', '1', '--port', '0'], { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, GPU_SHARE_PACER_TRACE: trace } });
+    children.push(host);
+    const port = await new Promise<number>((resolve, reject) => {
+      createInterface({ input: host.stdout }).on('line', (line) => {
+        const event = parseHostLine(line);
+        if (event?.event === 'ready') resolve(event.port);
+        if (event?.event === 'fatal') reject(new Error(event.message));
+      });
+    });
+    const chunks = await streamChat(port, 16);
+    host.kill('SIGTERM');
+    await exitOf(host);
+    const { events, skipped } = parseGateTrace(readFileSync(`${trace}.${host.pid}`, 'utf8'));
+    expect(skipped).toBe(0);
+    // The prompt's step, then one per generated token (a piece may hold more than one token).
+    expect(events.length).toBeGreaterThan(chunks);
+    for (const [i, event] of events.entries()) {
+      if (event.k !== 'step') throw new Error(`not a step: ${JSON.stringify(event)}`);
+      expect(event.pid).toBe(host.pid);
+      expect(event.us).toBeGreaterThan(0);
+      expect(event.t).toBeGreaterThan(fromUs - 1_000_000);
+      expect(event.t).toBeLessThan(Date.now() * 1000 + 1_000_000);
+      const previous = events[i - 1];
+      if (previous?.k === 'step') {
+        // Each starts after the one before it ended, on both clocks.
+        expect(event.mono).toBeGreaterThanOrEqual(previous.mono + previous.us);
+        expect(event.t - previous.t).toBeGreaterThanOrEqual(previous.us - 1_000);
+      }
     }
   }, 60_000);
 });

@@ -8,7 +8,7 @@ import { judgeOneShot } from '../../electron/core/registry/liveness.js';
 import type { RegistryMember } from '../../electron/core/registry/member.js';
 import { resolvePeers, type AlivePeer } from '../../electron/core/registry/view.js';
 import { ProcessGate } from '../../electron/core/pacer/process-gate.js';
-import { fileTraceRecorder, parseGateTrace, type GateTraceEvent } from '../../electron/core/pacer/trace.js';
+import { fileTraceRecorder, parseGateTrace, traceFromEnv, type GateTraceEvent } from '../../electron/core/pacer/trace.js';
 import { analyseTrace, runningIntervals, windowsOf, type PacingTrace, type TraceEngine } from '../bench/pacing-trace.js';
 
 const PERIOD = 120_000;
@@ -195,5 +195,18 @@ describe('the gate\'s trace', () => {
     symlinkSync(target, join(dir, 'link.jsonl'));
     expect(() => fileTraceRecorder(join(dir, 'link.jsonl'))).toThrow();
     expect(readFileSync(target, 'utf8')).toBe('');
+  });
+
+  it('is asked for in the environment: none without it, a problem when it cannot be created, the file with its suffix otherwise', () => {
+    expect(traceFromEnv({})).toBeNull();
+    expect(traceFromEnv({ GPU_SHARE_PACER_TRACE: '' })).toBeNull();
+    expect(traceFromEnv({ GPU_SHARE_PACER_TRACE: join(dir, 'no-such-folder', 'trace') })).toEqual({ problem: expect.stringMatching(/^GPU_SHARE_PACER_TRACE: cannot create .*no-such-folder\/trace \(/) });
+    const traced = traceFromEnv({ GPU_SHARE_PACER_TRACE: join(dir, 'steps') }, '.42');
+    if (traced === null || !('recorder' in traced)) throw new Error('no recorder');
+    traced.recorder.record({ k: 'step', t: 5, pid: 42, mono: 3, us: 700 });
+    traced.recorder.close();
+    expect(parseGateTrace(readFileSync(join(dir, 'steps.42'), 'utf8')).events).toEqual([{ k: 'step', t: 5, pid: 42, mono: 3, us: 700 }]);
+    // Created afresh: a second host of the same pid (or anyone who got there first) is refused.
+    expect(traceFromEnv({ GPU_SHARE_PACER_TRACE: join(dir, 'steps') }, '.42')).toEqual({ problem: expect.stringContaining('cannot create') });
   });
 });

@@ -34,7 +34,7 @@ import type { CommandIo } from './io.js';
 import { onParentGone } from '../parent-watch.js';
 import { readControlLines } from '../engines/control-protocol.js';
 import { formatPacerLine, OVERSHOOT_REPORT_INTERVAL_MS } from '../pacer/overshoot.js';
-import { fileTraceRecorder, PACER_TRACE_ENV, type TraceRecorder } from '../pacer/trace.js';
+import { traceFromEnv, type TraceRecorder } from '../pacer/trace.js';
 import { cudaLockControl, type StopMethod } from '../pacer/stop-method.js';
 
 export interface RunOptions {
@@ -273,15 +273,9 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
   const observer = new RegistryObserver(clock, false);
   // The gate's trace (bench:pacing --trace): only when asked for, so that the gate's path is
   // unchanged otherwise.
-  const tracePath = process.env[PACER_TRACE_ENV];
-  let recorder: TraceRecorder | null = null;
-  if (tracePath !== undefined && tracePath !== '') {
-    try {
-      recorder = fileTraceRecorder(tracePath);
-    } catch (error) {
-      io.err(`gpu-share: ${PACER_TRACE_ENV}: cannot create ${tracePath} (${error instanceof Error ? error.message : String(error)}); running without a trace`);
-    }
-  }
+  const traced = traceFromEnv(process.env);
+  if (traced !== null && 'problem' in traced) io.err(`gpu-share: ${traced.problem}; running without a trace`);
+  const recorder: TraceRecorder | null = traced !== null && 'recorder' in traced ? traced.recorder : null;
   const trace = recorder === null ? undefined : recorder.record.bind(recorder);
   // Not polled once told to stop (see beginStop).
   const cpu = cpuActivity(control);

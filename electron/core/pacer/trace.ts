@@ -5,6 +5,8 @@
  * every poll sent, skipped (the previous one still unanswered), timed out or answered. One JSON
  * object per line, wall µs in `t`. Written only when `gpu-share run` is started with
  * GPU_SHARE_PACER_TRACE=FILE: without it no recorder exists and the gate's path is unchanged.
+ * A built-in engine's host started with the same variable (serve passes its environment on)
+ * writes every decode step instead, into FILE.PID: several hosts may share the variable.
  * The file is created afresh (never an existing file or link), and recording stops after
  * TRACE_MAX_EVENTS (a `truncated` line says so).
  */
@@ -25,7 +27,10 @@ export type GateTraceEvent =
   /** busy: what the activity source said (null: cannot tell, e.g. no fresh poll answer). */
   | { k: 'sample'; t: number; pid: number; busy: boolean | null; active: boolean }
   | { k: 'poll'; t: number; what: PollEvent }
-  | { k: 'answer'; t: number; busy: boolean | null; processing?: number; deferred?: number; predicted?: number; why?: string };
+  | { k: 'answer'; t: number; busy: boolean | null; processing?: number; deferred?: number; predicted?: number; why?: string }
+  /** A built-in engine's decode step: its start (wall µs in `t`, monotonic µs in `mono`, which
+   *  `perf sched -k mono` shares) and its length in µs. */
+  | { k: 'step'; t: number; pid: number; mono: number; us: number };
 
 export interface TraceRecorder {
   record(event: GateTraceEvent): void;
@@ -65,6 +70,19 @@ export function fileTraceRecorder(path: string): TraceRecorder {
       closeSync(fd);
     },
   };
+}
+
+/** The trace the environment asks for (PACER_TRACE_ENV), created at its path plus `suffix`. Null
+ *  when none is asked for; `problem` when it cannot be created (the caller says so, and runs
+ *  without one). */
+export function traceFromEnv(env: NodeJS.ProcessEnv, suffix = ''): { recorder: TraceRecorder } | { problem: string } | null {
+  const path = env[PACER_TRACE_ENV];
+  if (path === undefined || path === '') return null;
+  try {
+    return { recorder: fileTraceRecorder(`${path}${suffix}`) };
+  } catch (error) {
+    return { problem: `${PACER_TRACE_ENV}: cannot create ${path}${suffix} (${error instanceof Error ? error.message : String(error)})` };
+  }
 }
 
 /** Parses a trace file's lines; lines that are not events (a cut last line) are skipped and

@@ -207,6 +207,9 @@ export interface GenerationResult {
 /** A stepping gate: the cooperative gate when we joined a registry, nothing otherwise. */
 export type AfterStep = (stepUs: number) => Promise<unknown>;
 
+/** Told of every decode step: when it started (monotonic µs) and how long it took. */
+export type StepLog = (startMonoUs: number, stepUs: number) => void;
+
 export function buildPrompt(engine: Engine, request: ChatRequest | CompletionRequest): Prompt {
   const { model } = engine;
   if (request.kind === 'completion') {
@@ -244,7 +247,7 @@ export async function generate(
   /** Each piece of text as it is decoded, with the tokens generated so far (llama-server's streamed
    *  `tokens_predicted`). */
   onText: (text: string, completionTokens: number) => void,
-  steps: { afterStep: AfterStep | null; counters: DecodeCounters; /** When the request arrived (monotonic µs), for the time to first token. */ arrivedUs: number },
+  steps: { afterStep: AfterStep | null; counters: DecodeCounters; /** When the request arrived (monotonic µs), for the time to first token. */ arrivedUs: number; stepLog?: StepLog | null },
 ): Promise<GenerationResult> {
   const { model, sequence } = engine;
   const tokens = prompt.tokens;
@@ -289,6 +292,7 @@ export async function generate(
       const next = await iterator.next();
       const stepUs = monotonicUs() - stepStart;
       lastStepUs = stepUs;
+      steps.stepLog?.(stepStart, stepUs);
       steps.counters.decodeTotal++;
       if (firstStep) {
         steps.counters.promptTokensTotal += tokens.length - keep;

@@ -30,16 +30,17 @@ import { basename } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadRegistryHelper, RegistryError } from '../../../../native/helper.js';
 import { cpuList, keepingThreadCpus, loadThreadCpus } from '../../../../native/thread-affinity.js';
-import { monotonicUs } from '../../clock.js';
+import { monotonicUs, systemClock, type Clock } from '../../clock.js';
 import { checkGpuKey, checkName, checkWeight, parseWholeNumber } from '../../registry/validate.js';
 import { formatHostEvent, type HostEvent, type HostLogLevel } from '../host-protocol.js';
 import { joinAsPacedPeer } from '../../pacer/paced-peer.js';
 import type { GpuPeersView } from '../../registry/view.js';
 import { OVERSHOOT_REPORT_INTERVAL_MS } from '../../pacer/overshoot.js';
+import { traceFromEnv } from '../../pacer/trace.js';
 import { readControlLines } from '../control-protocol.js';
 import { stdinIsPipe } from '../../parent-watch.js';
 import { allowedHosts, applyRequestTimeouts, SERVER_OPTIONS } from '../../api/http.js';
-import type { AfterStep, Engine } from './decode.js';
+import type { AfterStep, Engine, StepLog } from './decode.js';
 import { errorText, Host, sendError } from './http.js';
 import { ENGINE_SECRET_ENV } from '../engine-secret.js';
 import { vulkanPinningWarning } from '../device-pinning.js';
@@ -196,6 +197,31 @@ function log(level: HostLogLevel, message: string): void {
 // ---------------------------------------------------------------------------------------------
 // main
 
+/** Every decode step into the pacer's trace (FILE.PID), when GPU_SHARE_PACER_TRACE asks for it;
+ *  null otherwise, or when it cannot be written (said in the log). */
+function openStepLog(log: (level: HostLogLevel, message: string) => void): { record: StepLog; close: () => void } | null {
+  const traced = traceFromEnv(process.env, `.${process.pid}`);
+  if (traced === null) return null;
+  if ('problem' in traced) {
+    log('warn', `${traced.problem}; running without a trace`);
+    return null;
+  }
+  const { recorder } = traced;
+  let clock: Clock;
+  try {
+    const helper = loadRegistryHelper();
+    clock = systemClock(() => helper.wallUs());
+  } catch (error) {
+    recorder.close();
+    log('warn', `the pacer's trace needs the registry helper's clock: ${errorText(error)}; running without a trace`);
+    return null;
+  }
+  return {
+    record: (startMonoUs, stepUs) => recorder.record({ k: 'step', t: clock.wallUs() - (clock.monoUs() - startMonoUs), pid: process.pid, mono: startMonoUs, us: stepUs }),
+    close: () => recorder.close(),
+  };
+}
+
 function flushAndExit(code: number): void {
   const timer = setTimeout(() => process.exit(code), 300);
   try {
@@ -279,7 +305,11 @@ async function main(argv: readonly string[]): Promise<void> {
     }
   }
 
-  const host = new Host({ alias: options.alias, modelPath: options.model }, afterStep, log, peersView, { gpuKey: options.registry?.gpuKey ?? null, unpacedBecause });
+  // The pacer's trace, when asked for: every decode step, into FILE.PID (serve starts several
+  // hosts), at the wall time every peer reads (CLOCK_REALTIME through the helper), so that steps
+  // line up with the registry's windows.
+  const stepLog = openStepLog(log);
+  const host = new Host({ alias: options.alias, modelPath: options.model }, afterStep, log, peersView, { gpuKey: options.registry?.gpuKey ?? null, unpacedBecause }, stepLog?.record ?? null);
   // Its own queue says when it is idle: its window goes to the others 150 ms after the last request.
   knowRequests?.((): number => host.pendingRequests);
   // The secret comes in the environment (never argv, which any local user can read) and leaves it.
@@ -306,6 +336,7 @@ async function main(argv: readonly string[]): Promise<void> {
       await host.drain(graceMs);
       server.closeAllConnections();
       cleanupRegistry();
+      stepLog?.close();
       exiting = true;
       flushAndExit(0);
     })();

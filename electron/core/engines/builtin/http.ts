@@ -9,7 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { monotonicUs } from '../../clock.js';
 import { hostAllowed, JSON_DEPTH_LIMIT, jsonNestedDeeperThan, matchToken } from '../../api/http.js';
 import type { GpuPeersView } from '../../registry/view.js';
-import { buildPrompt, FifoLock, generate, type AfterStep, type Engine, type GenerationResult, type Prompt } from './decode.js';
+import { buildPrompt, FifoLock, generate, type AfterStep, type Engine, type StepLog, type GenerationResult, type Prompt } from './decode.js';
 import { completionFinal, completionPiece, parseLlamaCompletionRequest, propsBody, type PieceCounts } from './llama-api.js';
 import { formatMetrics, METRICS_CONTENT_TYPE, newDecodeCounters } from './metrics.js';
 import {
@@ -256,6 +256,8 @@ export class Host {
     private readonly peers: (() => GpuPeersView) | null,
     /** The registry asked for, and why the engine runs unpaced right now (null while paced). */
     private readonly registry: { gpuKey: string | null; unpacedBecause: () => string | null },
+    /** Every decode step, when the pacer's trace is asked for (pacer/trace.ts). */
+    private readonly stepLog: StepLog | null = null,
   ) {}
 
   /** Generation requests in flight or queued: what the engine's `active` flag follows
@@ -452,7 +454,7 @@ export class Host {
         kind === 'llama-completion' && request.kind === 'completion'
           ? new LlamaCompletionWriter(res, request.stream, (content, result) => completionFinal(content, request, result, nCtx, model))
           : new ResponseWriter(res, { kind: request.kind, id, created, model }, request.stream, request.includeUsage);
-      const result = await generate(engine, prompt, request, controller.signal, (text, completionTokens) => writer.text(text, { predicted: completionTokens, evaluated: prompt.tokens.length }), { afterStep: this.afterStep, counters: this.counters, arrivedUs: started });
+      const result = await generate(engine, prompt, request, controller.signal, (text, completionTokens) => writer.text(text, { predicted: completionTokens, evaluated: prompt.tokens.length }), { afterStep: this.afterStep, counters: this.counters, arrivedUs: started, stepLog: this.stepLog });
       if (result.aborted && controller.signal.reason instanceof ShuttingDown && !request.stream) {
         sendError(res, 503, 'unavailable', 'the engine is shutting down');
       } else if (!result.aborted || controller.signal.reason instanceof ShuttingDown) {
