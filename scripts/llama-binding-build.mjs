@@ -79,13 +79,17 @@ export function optionalSkip(platform, env) {
   return null;
 }
 
-function main() {
-  const { values } = parseArgs({ options: { remove: { type: 'boolean', default: false }, optional: { type: 'boolean', default: false }, help: { type: 'boolean', default: false } } });
+function parseFlags(argv) {
+  const { values } = parseArgs({ args: argv, options: { remove: { type: 'boolean', default: false }, optional: { type: 'boolean', default: false }, help: { type: 'boolean', default: false } } });
+  if (values.optional && values.remove) throw new Usage('--optional and --remove: one or the other');
+  return values;
+}
+
+function main(values) {
   if (values.help) {
     console.log('usage: llama-binding-build [--remove | --optional]');
     return 0;
   }
-  if (values.optional && values.remove) throw new Usage('--optional and --remove: one or the other');
   if (values.optional) {
     const skip = optionalSkip(process.platform, process.env);
     if (skip !== null) {
@@ -130,15 +134,20 @@ function main() {
 }
 
 if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  let values = null;
   try {
-    process.exitCode = main();
+    values = parseFlags(process.argv.slice(2));
+    process.exitCode = main(values);
   } catch (error) {
-    const usage = error instanceof Usage || String(error?.code).startsWith('ERR_PARSE_ARGS');
-    if (process.argv.includes('--optional') && !usage) {
+    if (values === null) {
+      // A bad command line, --optional or not.
+      log(`llama-binding:build: ${error.message.split('\n')[0]}`);
+      process.exitCode = 2;
+    } else if (values.optional) {
       // npm install goes on: the engine runs on the prebuilt binaries.
       log(`llama-binding:build: ${error instanceof Missing ? 'not built' : 'the build failed'} (${(error instanceof Error ? error.message : String(error)).split('\n')[0]}); ${PREBUILT_NOTE}`);
       process.exitCode = 0;
-    } else if (error instanceof Missing || usage) {
+    } else if (error instanceof Missing) {
       log(`llama-binding:build: ${error.message.split('\n')[0]}`);
       process.exitCode = 2;
     } else {

@@ -197,8 +197,10 @@ function log(level: HostLogLevel, message: string): void {
 // ---------------------------------------------------------------------------------------------
 // main
 
-/** Every decode step into the pacer's trace (FILE.PID), when GPU_SHARE_PACER_TRACE asks for it;
- *  null otherwise, or when it cannot be written (said in the log). */
+/** Every decode step into the pacer's trace (FILE.PID: serve starts several hosts), when
+ *  GPU_SHARE_PACER_TRACE asks for it, at the wall time every peer reads (CLOCK_REALTIME through
+ *  the helper) so that steps line up with the registry's windows; null otherwise, or when it
+ *  cannot be written (said in the log). */
 function openStepLog(log: (level: HostLogLevel, message: string) => void): { record: StepLog; close: () => void } | null {
   const traced = traceFromEnv(process.env, `.${process.pid}`);
   if (traced === null) return null;
@@ -305,9 +307,6 @@ async function main(argv: readonly string[]): Promise<void> {
     }
   }
 
-  // The pacer's trace, when asked for: every decode step, into FILE.PID (serve starts several
-  // hosts), at the wall time every peer reads (CLOCK_REALTIME through the helper), so that steps
-  // line up with the registry's windows.
   const stepLog = openStepLog(log);
   const host = new Host({ alias: options.alias, modelPath: options.model }, afterStep, log, peersView, { gpuKey: options.registry?.gpuKey ?? null, unpacedBecause }, stepLog?.record ?? null);
   // Its own queue says when it is idle: its window goes to the others 150 ms after the last request.
