@@ -4,7 +4,7 @@ import { FakeClock } from '../../electron/core/clock.js';
 import { decodeSegment, encodeEmptySegment, encodeSlot } from '../../electron/core/registry/codec.js';
 import { judgeOneShot } from '../../electron/core/registry/liveness.js';
 import { resolvePeers } from '../../electron/core/registry/view.js';
-import { CooperativeGate, PREPARE_US, START_LEAD_US, VIEW_MAX_AGE_US, WAIT_REREAD_US, decideGate, type GateDecision, type GateRegistry } from '../../electron/core/pacer/gate.js';
+import { CooperativeGate, PREPARE_US, START_LEAD_US, VIEW_MAX_AGE_US, WAIT_REREAD_US, decideGate, type GateDecision, type GateRegistry, type Sleep } from '../../electron/core/pacer/gate.js';
 
 /** A registry in memory: each gate publishes into its own slot; peers() reads them all. */
 class MemoryRegistry {
@@ -31,13 +31,17 @@ class MemoryRegistry {
   }
 }
 
-/** A sleep that records what was asked and moves the fake clock instead of waiting. */
-function fakeSleep(clock: FakeClock): { sleep: (us: number) => Promise<void>; slept: number[] } {
+/** A sleep that records what was asked (and whether precisely) and moves the fake clock instead
+ *  of waiting. */
+function fakeSleep(clock: FakeClock): { sleep: Sleep; slept: number[]; precise: boolean[] } {
   const slept: number[] = [];
+  const precise: boolean[] = [];
   return {
     slept,
-    sleep: (us) => {
+    precise,
+    sleep: (us, isPrecise = true) => {
       slept.push(us);
+      precise.push(isPrecise);
       clock.advance(us);
       return Promise.resolve();
     },
@@ -80,7 +84,7 @@ describe('cooperative gate (fake clock)', () => {
     const clock = new FakeClock();
     const registry = new MemoryRegistry(clock);
     registry.join(1, 1, true);
-    const { sleep, slept } = fakeSleep(clock);
+    const { sleep, slept, precise } = fakeSleep(clock);
     const gate = new CooperativeGate(registry.join(0, 2, true), clock, sleep);
     atPeriodStart(clock, 120_000);
     clock.advance(10_000); // 10 ms into slot 0's window [0, 80)
@@ -93,6 +97,8 @@ describe('cooperative gate (fake clock)', () => {
     // Two naps: to PREPARE_US before the window (a fresh look at the registry there), then to its
     // start less the lead that the step's dispatch takes.
     expect(slept).toEqual([40_000 - START_LEAD_US - PREPARE_US, PREPARE_US]);
+    // The first ends in a fresh read, not in a step: a timer alone will do (one wake-up, not two).
+    expect(precise).toEqual([false, true]);
     expect(clock.wallUs() % 120_000).toBe(120_000 - START_LEAD_US); // woke exactly the lead before our window's start
     expect(gate.stats).toMatchObject({ steps: 3, sleeps: 1, sleptUs: 40_000 - START_LEAD_US, decisions: { 'in-window': 2, wait: 1 } });
   });
@@ -112,7 +118,29 @@ describe('cooperative gate (fake clock)', () => {
     atPeriodStart(clock, 120_000);
     clock.advance(80_000);
     await gate.afterStep(5_000);
-    expect(slept).toEqual([40_000 - START_LEAD_US - PREPARE_US, 1_000, PREPARE_US]); // woke 1 ms early: 3 ms left, nap to 2 ms before, then the rest
+    expect(slept).toEqual([40_000 - START_LEAD_US - PREPARE_US, PREPARE_US + 1_000]); // woke 1 ms early: the last nap takes the 3 ms left, no nap of its own
+    expect(clock.wallUs() % 120_000).toBe(120_000 - START_LEAD_US);
+  });
+
+  it('decides again after a timer that fired early by more than the slack', async () => {
+    const clock = new FakeClock();
+    const registry = new MemoryRegistry(clock);
+    registry.join(1, 1, true);
+    const slept: number[] = [];
+    const precise: boolean[] = [];
+    const early: Sleep = (us, isPrecise = true) => {
+      slept.push(us);
+      precise.push(isPrecise);
+      clock.advance(slept.length === 1 ? us - 5_000 : us);
+      return Promise.resolve();
+    };
+    const gate = new CooperativeGate(registry.join(0, 2, true), clock, early);
+    atPeriodStart(clock, 120_000);
+    clock.advance(80_000);
+    await gate.afterStep(5_000);
+    // 7 ms left after the first nap: another nap to 2 ms before the window, then the rest.
+    expect(slept).toEqual([40_000 - START_LEAD_US - PREPARE_US, 5_000, PREPARE_US]);
+    expect(precise).toEqual([false, false, true]);
     expect(clock.wallUs() % 120_000).toBe(120_000 - START_LEAD_US);
   });
 

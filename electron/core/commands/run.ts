@@ -28,7 +28,7 @@ import { ProcessGate, cpuActivity, type ActivitySource } from '../pacer/process-
 import { metricsActivity } from '../pacer/metrics-activity.js';
 import { requestActivity } from '../pacer/request-activity.js';
 import { describeActivity, detectLlamaServer, serverKeyOf } from '../pacer/server-activity.js';
-import { PREPARE_US, sleepUs } from '../pacer/gate.js';
+import { NAP_SLACK_US, PREPARE_US, sleepUs } from '../pacer/gate.js';
 import { startWatchdog, type Watchdog } from '../pacer/watchdog.js';
 import type { CommandIo } from './io.js';
 import { onParentGone } from '../parent-watch.js';
@@ -342,10 +342,10 @@ export async function runPaced(options: RunOptions, io: CommandIo, helper: Regis
         const nextUs = pacer.step();
         tree.sync();
         // Two naps, as in the cooperative gate: the bookkeeping just before the edge, so that
-        // the edge itself only decides and signals.
+        // the edge itself only decides and signals. The first is a timer alone (one wake-up).
         const edgeMonoUs = monotonicUs() + nextUs;
-        if (nextUs > PREPARE_US) {
-          await sleepUs(nextUs - PREPARE_US);
+        if (nextUs > PREPARE_US + NAP_SLACK_US) {
+          await sleepUs(nextUs - PREPARE_US, false);
           if (!pacing) break;
           pacer.prepare();
         }

@@ -19,7 +19,10 @@ export interface GateRegistry {
   publish(fields: { active: boolean; busyPpm: number }): void;
 }
 
-export type Sleep = (us: number) => Promise<void>;
+/** Sleeps `us`. Precise (the default): it ends on time to the tens of µs. Not precise: a timer
+ *  alone, which may end a millisecond or so early or late, for a nap after which the caller only
+ *  looks again (at the registry, at the clock) and then sleeps precisely to the moment that counts. */
+export type Sleep = (us: number, precise?: boolean) => Promise<void>;
 
 const wakeCell = new Int32Array(new SharedArrayBuffer(4));
 
@@ -28,8 +31,18 @@ const wakeCell = new Int32Array(new SharedArrayBuffer(4));
  * millisecond resolution and fire late under load), then a blocking futex wait
  * (Atomics.wait) for the exact remainder. The device sits idle between one peer's window end and
  * the next one's start for as long as the wake-up is late, so the precision is throughput.
+ *
+ * A nap that is not precise is the timer alone. Each wake-up of a waiting engine costs its main
+ * thread 80–240 µs with every cache cold (`perf sched`, two built-in engines at 2:1), taken from
+ * the window of the engine that is working: on a core it shares, or, with a decode team on every
+ * core, from the whole team, which waits at its next barrier for the thread that was pushed off.
+ * A precise sleep wakes twice.
  */
-export const sleepUs: Sleep = async (us) => {
+export const sleepUs: Sleep = async (us, precise = true) => {
+  if (!precise) {
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, Math.round(us / 1000))));
+    return;
+  }
   const target = monotonicUs() + us;
   const coarseMs = Math.floor((us - 2_000) / 1000);
   if (coarseMs >= 1) await new Promise((resolve) => setTimeout(resolve, coarseMs));
@@ -123,6 +136,10 @@ export const WAIT_REREAD_US = 50_000;
  */
 export const PREPARE_US = 2_000;
 
+/** How early or late a nap that is not precise (a timer alone) may end: the last, precise nap
+ *  takes up to PREPARE_US + NAP_SLACK_US, so that a timer that fired early costs no extra wake-up. */
+export const NAP_SLACK_US = 1_000;
+
 /** How many of the last steps' durations predict the next one's. */
 const RECENT_STEPS = 15;
 
@@ -208,13 +225,15 @@ export class CooperativeGate {
     let decision = first;
     // Naps that end 2 ms before the window or WAIT_REREAD_US on are followed by a fresh read; the
     // last, short one (to the window's start) decides on that read. Only the short ones count as
-    // checks of a timer that fired early; the long ones are bounded by the wait itself.
+    // checks of a timer that fired early; the long ones are bounded by the wait itself. The naps
+    // before a fresh read need no precision (a timer alone: one wake-up each, not two); one that
+    // ended early leaves up to NAP_SLACK_US more to the last nap rather than a nap of its own.
     for (let check = 0, naps = 0; decision.kind === 'wait' && check < MAX_WAKE_CHECKS && naps < 64; naps++) {
-      const reread = decision.waitUs > PREPARE_US;
+      const reread = decision.waitUs > PREPARE_US + NAP_SLACK_US;
       const napUs = reread ? Math.min(decision.waitUs - PREPARE_US, WAIT_REREAD_US) : decision.waitUs;
       if (!reread) check++;
       this.stats.sleptUs += napUs;
-      await this.sleep(napUs);
+      await this.sleep(napUs, !reread);
       if (reread) this.view = null;
       const woke = this.clock.monoUs();
       decision = decideGate(this.peers(woke), this.registry.selfSlot(), this.clock.wallUs(), () => this.schedule(woke), this.expectedStep(), START_LEAD_US);

@@ -16,7 +16,7 @@ import { RegistrySegment } from '../registry/segment.js';
 import type { AlivePeer, GpuPeersView } from '../registry/view.js';
 import { BrokenRegistryNotice } from '../registry/broken.js';
 import { KNOWN_IDLE_HYSTERESIS_US } from './busy.js';
-import { CooperativeGate, sleepUs, type GateDecision } from './gate.js';
+import { CooperativeGate, sleepUs, type GateDecision, type Sleep } from './gate.js';
 
 export interface PacedPeer {
   readonly gate: CooperativeGate;
@@ -88,14 +88,29 @@ export function joinAsPacedPeer(helper: RegistryHelper, options: { gpuKey: strin
     written = active ?? null;
     setFields({ ...fields, ...(active === undefined ? {} : { active }) });
   };
-  const gate = new CooperativeGate({ peers, selfSlot: () => member.slot, publish }, clock, sleepUs);
+  // The gate's naps hold the 50 ms tick off: a waiting engine's every wake-up is taken from the
+  // working engine's window (sleepUs), and in the middle of a generation the tick has nothing to
+  // do that our next step does not (it publishes; the step marks us active). A nap of a whole
+  // 50 ms ends in the same turn of the event loop as the tick, which then leaves it to the gate.
+  let napping = false;
+  const nap: Sleep = async (us, precise) => {
+    tick.refresh();
+    napping = true;
+    try {
+      await sleepUs(us, precise);
+    } finally {
+      napping = false;
+    }
+  };
+  const gate = new CooperativeGate({ peers, selfSlot: () => member.slot, publish }, clock, nap);
   const heartbeat = startHeartbeat(member, (result) => {
     if (result === 'rejoined') log('warn', `our registry slot was reclaimed (stopped for more than 3 s?); rejoined slot ${String(member.slot)}`);
     else if (result instanceof Error) {
       if (!broken.failed(result)) log('error', `registry heartbeat failed: ${result.message}`);
     }
   });
-  const refresh = setInterval(() => {
+  const tick = setInterval(() => {
+    if (napping) return;
     try {
       gate.refresh();
       writeActive(knownActive());
@@ -123,7 +138,7 @@ export function joinAsPacedPeer(helper: RegistryHelper, options: { gpuKey: strin
     leave: () => {
       if (left) return;
       left = true;
-      clearInterval(refresh);
+      clearInterval(tick);
       heartbeat.stop();
       try {
         member.leave();
