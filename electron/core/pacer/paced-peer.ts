@@ -1,7 +1,8 @@
 /**
  * An engine process that paces itself: joins the registry as its own peer (pid = this process),
- * heartbeats, re-judges its activity every 50 ms and hands out the cooperative gate to call after
- * every decode step. The built-in engine host and the burn engine both use it.
+ * heartbeats, re-judges its activity every 50 ms (unless the gate is napping, mid-generation) and
+ * hands out the cooperative gate to call after every decode step. The built-in engine host and the
+ * burn engine both use it.
  *
  * Activity: an engine that knows its requests (`knowRequests`: the built-in engine's own queue) is
  * active while one is in flight or queued — set at its first step, or within 50 ms of its arrival —
