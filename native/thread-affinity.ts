@@ -9,6 +9,7 @@
  * must keep every CPU: only the decode threads are to be bound (builtinHostEnv).
  */
 import koffi from 'koffi';
+import { errorText } from '../electron/core/error-text.js';
 
 export interface ThreadCpus {
   /** The calling thread's CPUs, ascending. */
@@ -111,4 +112,3 @@ export async function keepingThreadCpus<T>(cpus: ThreadCpus | { why: string }, l
   }
 }
 
-const errorText = (error: unknown): string => (error instanceof Error ? error.message : String(error));

@@ -66,9 +66,6 @@ function loadedBinding() {
   }
 }
 
-/** A bad command line (exit 2, --optional or not). */
-class Usage extends Error {}
-
 /** What the engine does without the build, and how to get it later. */
 const PREBUILT_NOTE = "the built-in engine keeps node-llama-cpp's prebuilt binaries (one decode thread less than the physical cores); `npm run llama-binding:build` builds the faster one";
 
@@ -81,7 +78,7 @@ export function optionalSkip(platform, env) {
 
 function parseFlags(argv) {
   const { values } = parseArgs({ args: argv, options: { remove: { type: 'boolean', default: false }, optional: { type: 'boolean', default: false }, help: { type: 'boolean', default: false } } });
-  if (values.optional && values.remove) throw new Usage('--optional and --remove: one or the other');
+  if (values.optional && values.remove) throw new Error('--optional and --remove: one or the other');
   return values;
 }
 
@@ -134,6 +131,8 @@ function main(values) {
 }
 
 if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const firstLine = (error) => (error instanceof Error ? error.message : String(error)).split('\n')[0];
+  // Null until the command line is parsed: an error before that is a bad command line.
   let values = null;
   try {
     values = parseFlags(process.argv.slice(2));
@@ -141,14 +140,14 @@ if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(
   } catch (error) {
     if (values === null) {
       // A bad command line, --optional or not.
-      log(`llama-binding:build: ${error.message.split('\n')[0]}`);
+      log(`llama-binding:build: ${firstLine(error)}`);
       process.exitCode = 2;
     } else if (values.optional) {
       // npm install goes on: the engine runs on the prebuilt binaries.
-      log(`llama-binding:build: ${error instanceof Missing ? 'not built' : 'the build failed'} (${(error instanceof Error ? error.message : String(error)).split('\n')[0]}); ${PREBUILT_NOTE}`);
+      log(`llama-binding:build: ${error instanceof Missing ? 'not built' : 'the build failed'} (${firstLine(error)}); ${PREBUILT_NOTE}`);
       process.exitCode = 0;
     } else if (error instanceof Missing) {
-      log(`llama-binding:build: ${error.message.split('\n')[0]}`);
+      log(`llama-binding:build: ${firstLine(error)}`);
       process.exitCode = 2;
     } else {
       log(`llama-binding:build failed: ${error instanceof Error ? error.message : String(error)}`);

@@ -12,6 +12,7 @@
  */
 import { closeSync, openSync, writeSync, constants as fsConstants } from 'node:fs';
 import type { PollEvent } from './http-poll.js';
+import { errorText } from '../error-text.js';
 
 /** The environment variable naming the trace file of `gpu-share run`. */
 export const PACER_TRACE_ENV = 'GPU_SHARE_PACER_TRACE';
@@ -81,7 +82,7 @@ export function traceFromEnv(env: NodeJS.ProcessEnv, suffix = ''): { recorder: T
   try {
     return { recorder: fileTraceRecorder(`${path}${suffix}`) };
   } catch (error) {
-    return { problem: `${PACER_TRACE_ENV}: cannot create ${path}${suffix} (${error instanceof Error ? error.message : String(error)})` };
+    return { problem: `${PACER_TRACE_ENV}: cannot create ${path}${suffix} (${errorText(error)})` };
   }
 }
 

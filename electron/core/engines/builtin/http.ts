@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { monotonicUs } from '../../clock.js';
+import { errorText } from '../../error-text.js';
 import { hostAllowed, JSON_DEPTH_LIMIT, jsonNestedDeeperThan, matchToken } from '../../api/http.js';
 import type { GpuPeersView } from '../../registry/view.js';
 import { buildPrompt, FifoLock, generate, type AfterStep, type Engine, type StepLog, type GenerationResult, type Prompt } from './decode.js';
@@ -34,8 +35,6 @@ export class ShuttingDown extends Error {
     super('the engine is shutting down');
   }
 }
-
-export const errorText = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   if (res.headersSent || res.destroyed) return;
