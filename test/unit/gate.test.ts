@@ -4,7 +4,7 @@ import { FakeClock } from '../../electron/core/clock.js';
 import { decodeSegment, encodeEmptySegment, encodeSlot } from '../../electron/core/registry/codec.js';
 import { judgeOneShot } from '../../electron/core/registry/liveness.js';
 import { resolvePeers } from '../../electron/core/registry/view.js';
-import { CooperativeGate, PREPARE_US, START_LEAD_US, VIEW_MAX_AGE_US, WAIT_REREAD_US, decideGate, type GateDecision, type GateRegistry, type Sleep } from '../../electron/core/pacer/gate.js';
+import { CooperativeGate, LAST_STEP_FIT, PREPARE_US, START_LEAD_US, VIEW_MAX_AGE_US, WAIT_REREAD_US, decideGate, type GateDecision, type GateRegistry, type Sleep } from '../../electron/core/pacer/gate.js';
 
 /** A registry in memory: each gate publishes into its own slot; peers() reads them all. */
 class MemoryRegistry {
@@ -279,7 +279,7 @@ describe('decideGate', () => {
     expect(gate.overshoot.take()).toEqual([]);
   });
 
-  it('a step expected to end past the window\'s end waits for the next window; one longer than a whole window goes', () => {
+  it('a step of which less than half fits in what is left of the window waits for the next window; one longer than a whole window goes', () => {
     const clock = new FakeClock();
     const registry = new MemoryRegistry(clock);
     registry.join(0, 2, true);
@@ -287,18 +287,23 @@ describe('decideGate', () => {
     const peers = registry.peers();
     atPeriodStart(clock, 120_000);
     const start = clock.wallUs();
+    expect(LAST_STEP_FIT).toBe(0.5);
     // Slot 0 owns [0, 80 ms) of each 120 ms period: at 75 ms, 5 ms are left.
     const at75 = start + 75_000;
     expect(decideGate(peers, 0, at75).kind).toBe('in-window');
     expect(decideGate(peers, 0, at75, undefined, 4_000).kind).toBe('in-window');
-    const waits = decideGate(peers, 0, at75, undefined, 6_000);
-    expect(waits).toMatchObject({ kind: 'wait', waitUs: 45_000 });
+    // 6 ms: 5 of it fit, it goes and runs 1 ms past the end; 10 ms: half fits, it goes.
+    expect(decideGate(peers, 0, at75, undefined, 6_000).kind).toBe('in-window');
+    expect(decideGate(peers, 0, at75, undefined, 10_000).kind).toBe('in-window');
+    // 10.002 ms: less than half fits, it waits for the next window (45 ms away).
+    expect(decideGate(peers, 0, at75, undefined, 10_002)).toMatchObject({ kind: 'wait', waitUs: 45_000 });
     // A step longer than the window would never fit: it starts when it can.
     expect(decideGate(peers, 0, at75, undefined, 90_000).kind).toBe('in-window');
-    // Slot 1 owns [80, 120): at 118 ms, a 3 ms step waits for the next 80 ms.
-    expect(decideGate(peers, 1, start + 118_000, undefined, 3_000)).toMatchObject({ kind: 'wait', waitUs: 82_000 });
+    // Slot 1 owns [80, 120): at 118 ms, a 3 ms step goes (2 of it fit), a 5 ms one waits for the next 80 ms.
+    expect(decideGate(peers, 1, start + 118_000, undefined, 3_000).kind).toBe('in-window');
+    expect(decideGate(peers, 1, start + 118_000, undefined, 5_000)).toMatchObject({ kind: 'wait', waitUs: 82_000 });
     // With a lead (the cooperative gate's), that wait ends the lead before the window.
-    expect(decideGate(peers, 1, start + 118_000, undefined, 3_000, START_LEAD_US)).toMatchObject({ kind: 'wait', waitUs: 82_000 - START_LEAD_US });
+    expect(decideGate(peers, 1, start + 118_000, undefined, 5_000, START_LEAD_US)).toMatchObject({ kind: 'wait', waitUs: 82_000 - START_LEAD_US });
   });
 
   it("with a lead, lets a window's first step go that long before the window, for its dispatch, and no earlier", () => {

@@ -59,12 +59,10 @@ export type GateDecision =
   | { kind: 'wait'; schedule: Schedule; waitUs: number };
 
 /** The decision for one step. Pure: peers and time in, decision out. `nextStepUs`: how long the
- *  step about to start is expected to take (0: unknown). A step expected to end past the window's
- *  end waits for the next window, unless it would not fit a whole window either (it then starts at
- *  once, and may run past the end: at most one step, what the `+ 2 tokens` of the stall bound
- *  allows for). Starting it anyway would run it into the next peer's window, where the two share
- *  the device: on one CPU core, measured, our last step and the next engine's first both ran about
- *  twice as long, and the short window's engine got 1.91 : 1 of the time at 2 : 1.
+ *  step about to start is expected to take (0: unknown). A step of which less than LAST_STEP_FIT is
+ *  expected to fit in what is left of the window waits for the next window, unless it would not fit
+ *  a whole window either (it then starts at once, and may run past the end: at most one step, what
+ *  the `+ 2 tokens` of the stall bound allows for).
  *  `schedule` is the peers' schedule, for a caller that keeps it built (the gate, per copy). */
 export function decideGate(peers: readonly AlivePeer[], selfSlot: number | null, wallNowUs: number, schedule: () => Schedule = () => scheduleOf(peers), nextStepUs = 0, leadUs = 0): GateDecision {
   if (selfSlot === null) return ALONE;
@@ -82,11 +80,26 @@ export function scheduleOf(peers: readonly AlivePeer[]): Schedule {
  * through the decode loop, node-llama-cpp's batch queue, a libuv worker waking to call
  * llama_decode. On the 2-vCPU VM that took 0.2–0.3 ms after a wait (`perf`, pacer/NOTES.md), all
  * of it taken from the window; with the lead the step reaches the device at about the window's
- * start. The previous window's engine is seldom still working then: its last step waits rather
- * than run past its end, which leaves half a step idle on average. (The process gate has no lead:
- * a continued engine runs at once.)
+ * start. The previous window's engine is seldom still working then: its last step runs past its
+ * end only when at least half of it fitted (LAST_STEP_FIT), by an eighth of a step on average.
+ * (The process gate has no lead: a continued engine runs at once.)
  */
 export const START_LEAD_US = 200;
+
+/**
+ * A window's last step goes when at least this part of it is expected to fit before the window's
+ * end. A decode step cannot be cut, so a window ends in a step that runs past its end or in time
+ * left idle. With the time left spread evenly over a step of length s, letting a step go when a
+ * part f of it fits leaves f²·s/2 idle and runs (1 − f)²·s/2 into the next window on average: at
+ * one half, each window's use of the device ends at its end on average, and the idle tail is a
+ * quarter of what requiring the whole step leaves (s/2). The overrun is at most half a step, and the
+ * previous peer's at our window's start takes as much from us as ours takes from the next peer.
+ * Letting every step go (0) ran the last step into the next engine's window by up to a whole step,
+ * where on one CPU core both ran about twice as long and the short window's engine got 1.91 : 1 of
+ * the time at 2 : 1 (pacer/NOTES.md, "A step that would run past the window waits"); requiring the
+ * whole step (1) idled half a step per window: on a GPU with 15 ms steps, 7.5 ms of a 40 ms window.
+ */
+export const LAST_STEP_FIT = 0.5;
 
 /** The decision when someone else is active: follow the schedule, letting a step go `leadUs`
  *  before the window starts. Pure. */
@@ -99,7 +112,7 @@ function decideInSchedule(schedule: Schedule, selfSlot: number, wallNowUs: numbe
   const window = nextStepUs > 0 && untilUs === 0 ? windowOf(schedule, selfSlot) : undefined;
   if (window !== undefined && nextStepUs <= window.lengthUs && window.lengthUs < schedule.periodUs) {
     const leftUs = usUntilWindowEnd(schedule, selfSlot, wallNowUs);
-    if (nextStepUs > leftUs) return { kind: 'wait', schedule, waitUs: leftUs + schedule.periodUs - window.lengthUs - leadUs };
+    if (nextStepUs * LAST_STEP_FIT > leftUs) return { kind: 'wait', schedule, waitUs: leftUs + schedule.periodUs - window.lengthUs - leadUs };
   }
   return { kind: 'in-window', schedule };
 }
