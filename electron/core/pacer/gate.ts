@@ -93,11 +93,12 @@ export const START_LEAD_US = 200;
  * part f of it fits leaves f²·s/2 idle and runs (1 − f)²·s/2 into the next window on average: at
  * one half, each window's use of the device ends at its end on average, and the idle tail is a
  * quarter of what requiring the whole step leaves (s/2). The overrun is at most half a step, and the
- * previous peer's at our window's start takes as much from us as ours takes from the next peer.
+ * previous peer's at our window's start takes from us what ours takes from the next, steps alike.
  * Letting every step go (0) ran the last step into the next engine's window by up to a whole step,
  * where on one CPU core both ran about twice as long and the short window's engine got 1.91 : 1 of
  * the time at 2 : 1 (pacer/NOTES.md, "A step that would run past the window waits"); requiring the
- * whole step (1) idled half a step per window: on a GPU with 15 ms steps, 7.5 ms of a 40 ms window.
+ * whole step (1) idled half a step per window on average, and on a GPU with 15 ms steps 10 ms of each
+ * 40 ms window, where the third step now goes and runs 5 ms into the next.
  */
 export const LAST_STEP_FIT = 0.5;
 
