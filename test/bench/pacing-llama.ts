@@ -38,7 +38,7 @@ import { builtinHostEnv } from '../../electron/core/engines/builtin/defaults.js'
 import { PACER_TRACE_ENV, parseGateTrace, type GateTraceEvent } from '../../electron/core/pacer/trace.js';
 import { STOP_METHODS, type StopMethod } from '../../electron/core/pacer/stop-method.js';
 import { TRACE_MAX_S, analyseTrace, type PacingTrace, type TraceFindings } from './pacing-trace.js';
-import { costByWindowPosition, counterAt, gapsMs, median, rateOverWholeRequests, releaseS, releasedAtUs, round, summary, textTable, wakeMs, windowStartCost, type WindowPositionCost } from './pacing-stats.js';
+import { costByWindowPosition, stepEndsUs, counterAt, gapsMs, median, rateOverWholeRequests, releaseS, releasedAtUs, round, summary, textTable, wakeMs, windowStartCost, type WindowPositionCost } from './pacing-stats.js';
 
 export type LlamaDevice = 'cpu' | 'gpu';
 export type LlamaMode = 'free' | 'naive' | 'gate' | 'coop';
@@ -741,6 +741,9 @@ export interface ResumeCostResult {
   extra_cpu_ms_per_window: number | null;
   /** Per window, its length less its tokens at its own later cadence; the median over windows. */
   start_ms_per_window: number | null;
+  /** The same from the engine's own step log, where each token is decoded rather than where the
+   *  client reads it (the built-in engine only; null for others). */
+  engine_start_ms_per_window: number | null;
 }
 
 /** How the probe stops engine 0 between its windows: SIGSTOP from this harness (any engine), or
@@ -784,7 +787,24 @@ async function slotOf(engine: Engine): Promise<number> {
   }
 }
 
+/** The step log's file is written once a second (trace.ts): this long after the interval it holds
+ *  every step of it. */
+const STEP_LOG_FLUSH_MS = 1_200;
+
+/** The step ends in a built-in engine's step log, once its last second is written; null (and the
+ *  column says —) when there is none to read. */
+async function stepEndsOf(path: string): Promise<number[] | null> {
+  await sleep(STEP_LOG_FLUSH_MS);
+  try {
+    return stepEndsUs(parseGateTrace(readFileSync(path, 'utf8')).events);
+  } catch {
+    return null;
+  }
+}
+
 async function resumeCostOnce(options: LlamaBenchOptions, model: string, c: ResumeCostCase, mode: ResumeMode): Promise<Omit<ResumeCostResult, 'lost_ms_per_window' | 'extra_cpu_ms_per_window' | 'start_ms_per_window'>> {
+  // The built-in engine 0 logs its steps: the window's start counted where its tokens are decoded.
+  const stepLogDir = options.engine === 'builtin' ? mkdtempSync(join(tmpdir(), 'gpushare-resume-')) : null;
   const { device, server } = options;
   const config = LLAMA_MODELS[device];
   const helper = loadRegistryHelper();
@@ -798,7 +818,8 @@ async function resumeCostOnce(options: LlamaBenchOptions, model: string, c: Resu
       const port = await freePort();
       const args: LlamaServerArgs = { model, port, ctx: config.ctx, threads: pin ? 1 : 4, gpuLayers: device === 'gpu' ? 999 : 0 };
       const peer = mode === 'coop' ? { gpuKey, weight: i === 0 ? 1 : stopPeerWeight(c.stopMs), name: `e${i}` } : null;
-      engines.push(await startEngine(pin ? ['taskset', '-c', String(options.cores.engine)] : [], options.engine, engineArgv(options.engine, server, args, peer), port, args.threads, false));
+      const env = i === 0 && stepLogDir !== null ? { [PACER_TRACE_ENV]: join(stepLogDir, 'steps') } : undefined;
+      engines.push(await startEngine(pin ? ['taskset', '-c', String(options.cores.engine)] : [], options.engine, engineArgv(options.engine, server, args, peer), port, args.threads, false, env));
     }
     for (const engine of engines) await streamCompletion(engine.port, Math.min(200, config.requestTokens), wallUs, { body: options.engine });
     const windowUs = RESUME_WINDOW_MS * 1000;
@@ -850,6 +871,7 @@ async function resumeCostOnce(options: LlamaBenchOptions, model: string, c: Resu
     if (x === null || y === null) throw new Error(`engine on port ${e0.port}: its token count does not span the interval`);
     const tokens = Math.round(y - x);
     const runningS = stopUs > 0 ? (windows * windowUs) / 1e6 : (toUs - fromUs) / 1e6;
+    const stepEnds = stopUs > 0 && stepLogDir !== null ? await stepEndsOf(join(stepLogDir, `steps.${e0.serverPid() ?? -1}`)) : null;
     return {
       mode,
       stop_ms: c.stopMs,
@@ -862,10 +884,12 @@ async function resumeCostOnce(options: LlamaBenchOptions, model: string, c: Resu
       tokps_running: round(tokens / runningS, 1),
       cpu_ms_per_token: pin ? round((cpuTo - cpuFrom) / 1000 / Math.max(1, tokens), 2) : null,
       window_ms_per_token: stopUs > 0 ? costByWindowPosition(e0.tokens, schedule, slot0, fromUs, toUs) : null,
+      engine_start_ms_per_window: stepEnds === null ? null : costByWindowPosition(stepEnds, schedule, slot0, fromUs, toUs).start,
     };
   } finally {
     held?.leave();
     await endEngines(engines);
+    if (stepLogDir !== null) rmSync(stepLogDir, { recursive: true, force: true });
     try {
       if (mode === 'coop') helper.unlink(gpuKey);
     } catch {
@@ -896,7 +920,7 @@ export async function runResumeCost(options: LlamaBenchOptions, modes: readonly 
 }
 
 export function resumeCostTable(results: readonly ResumeCostResult[]): string {
-  const header = ['stopped by', 'stopped ms', 'device meanwhile', 'interval s', 'tok/s running', 'tokens / window', 'ms/tok in window 1st/2nd/rest', 'CPU ms/tok', 'lost ms / window', 'extra CPU ms / window', 'start ms / window'];
+  const header = ['stopped by', 'stopped ms', 'device meanwhile', 'interval s', 'tok/s running', 'tokens / window', 'ms/tok in window 1st/2nd/rest', 'CPU ms/tok', 'lost ms / window', 'extra CPU ms / window', 'start ms / window', "start ms / window, engine's steps"];
   const rows = results.map((r) => [
     r.mode === 'coop' ? 'coop gate' : 'SIGSTOP',
     String(r.stop_ms),
@@ -909,6 +933,7 @@ export function resumeCostTable(results: readonly ResumeCostResult[]): string {
     r.lost_ms_per_window === null ? '—' : String(r.lost_ms_per_window),
     r.extra_cpu_ms_per_window === null ? '—' : String(r.extra_cpu_ms_per_window),
     r.start_ms_per_window === null ? '—' : String(r.start_ms_per_window),
+    r.engine_start_ms_per_window === null ? '—' : String(r.engine_start_ms_per_window),
   ]);
   return textTable(header, rows);
 }
@@ -1030,7 +1055,7 @@ export async function llamaBenchMain(args: LlamaMainArgs): Promise<number> {
     else {
       console.log('');
       console.log(resumeCostTable(results));
-      console.log(`\none engine decoding in ${RESUME_WINDOW_MS} ms windows, stopped between them (SIGSTOP from this harness, or coop: its own cooperative gate waiting out another registry peer's window); lost ms / window = the window's length less what its tokens take unstopped; extra CPU = CPU per window beyond its tokens' unstopped cost; start ms / window = per window, its length less its tokens at its own later cadence (second token to last), the median over windows (what starting it costs, whatever the machine's speed did since the unstopped run or in the next window).\nA fixed cost c per window makes a 2:1 split of time read (80 − c)/(40 − c) in tokens: c = 1 ms → 2.03, c = 5 ms → 2.14, c = 10 ms → 2.33.\n${report.duration_s} s; wrote bench-results/${file}`);
+      console.log(`\none engine decoding in ${RESUME_WINDOW_MS} ms windows, stopped between them (SIGSTOP from this harness, or coop: its own cooperative gate waiting out another registry peer's window); lost ms / window = the window's length less what its tokens take unstopped; extra CPU = CPU per window beyond its tokens' unstopped cost; start ms / window = per window, its length less its tokens at its own later cadence (second token to last), the median over windows (what starting it costs, whatever the machine's speed did since the unstopped run or in the next window); engine's steps = the same over the built-in engine's own step log, each token where it was decoded rather than where the client read it.\nA fixed cost c per window makes a 2:1 split of time read (80 − c)/(40 − c) in tokens: c = 1 ms → 2.03, c = 5 ms → 2.14, c = 10 ms → 2.33.\n${report.duration_s} s; wrote bench-results/${file}`);
     }
     return 0;
   }

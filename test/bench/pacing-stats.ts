@@ -139,6 +139,15 @@ export function costByWindowPosition(tokens: readonly number[], schedule: { peri
   return { first: med(first), second: med(second), rest: med(rest), perWindow: counts.length === 0 ? null : round(counts.reduce((a, b) => a + b, 0) / counts.length, 1), start: med(starts) };
 }
 
+/** When each decode step of a built-in engine's step log (`GPU_SHARE_PACER_TRACE`) ended, wall µs,
+ *  in order: where a token is decoded rather than where a client reads it, for
+ *  costByWindowPosition. Events other than steps are left out. Pure. */
+export function stepEndsUs(events: readonly { k: string; t: number; us?: number }[]): number[] {
+  const ends: number[] = [];
+  for (const event of events) if (event.k === 'step' && typeof event.us === 'number' && Number.isFinite(event.t + event.us)) ends.push(event.t + event.us);
+  return ends.sort((a, b) => a - b);
+}
+
 /** An engine's long-run rate from the requests it started and finished inside an interval. */
 export interface WholeRequestRate {
   tokps: number;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { costByWindowPosition, rate, rateOverWholeRequests, releasedAtUs, windowStartCost } from '../../test/bench/pacing-stats.js';
+import { costByWindowPosition, rate, stepEndsUs, rateOverWholeRequests, releasedAtUs, windowStartCost } from '../../test/bench/pacing-stats.js';
 
 // 2:1 over a 120 ms period: slot 0 owns [0, 80) ms, slot 1 [80, 120) ms.
 const schedule = { periodUs: 120_000, windows: [{ slot: 0, startUs: 0, lengthUs: 80_000 }, { slot: 1, startUs: 80_000, lengthUs: 40_000 }] };
@@ -37,6 +37,19 @@ describe('costByWindowPosition', () => {
     // Over the run the median gap is 2 ms (the pairs' zero gaps pull the slow windows' down): the
     // mean window's 11.5 tokens at 2 ms would have read 17 ms.
     expect(cost.rest).toBe(2);
+  });
+
+  it("from a built-in engine's step log: each token where its step ended, in order, the log's other events left out", () => {
+    const events = [
+      { k: 'step', t: 81_000, pid: 7, mono: 1, us: 6_000 },
+      { k: 'decide', t: 81_500 },
+      { k: 'step', t: 93_000, pid: 7, mono: 13, us: 6_000 },
+      { k: 'step', t: 87_000, pid: 7, mono: 7, us: 6_000 },
+      { k: 'step', t: 99_000, pid: 7, mono: 19, us: 6_000 },
+    ];
+    expect(stepEndsUs(events)).toEqual([87_000, 93_000, 99_000, 105_000]);
+    // Slot 1's window [80, 120) ms: the first step ends 7 ms in, then one every 6 ms.
+    expect(costByWindowPosition(stepEndsUs(events), schedule, 1, 0, 120_000)).toMatchObject({ first: 7, second: 6, perWindow: 4, start: 16 });
   });
 
   it('knows nothing of a slot without a window', () => {
