@@ -803,8 +803,6 @@ async function stepEndsOf(path: string): Promise<number[] | null> {
 }
 
 async function resumeCostOnce(options: LlamaBenchOptions, model: string, c: ResumeCostCase, mode: ResumeMode): Promise<Omit<ResumeCostResult, 'lost_ms_per_window' | 'extra_cpu_ms_per_window' | 'start_ms_per_window'>> {
-  // The built-in engine 0 logs its steps: the window's start counted where its tokens are decoded.
-  const stepLogDir = options.engine === 'builtin' ? mkdtempSync(join(tmpdir(), 'gpushare-resume-')) : null;
   const { device, server } = options;
   const config = LLAMA_MODELS[device];
   const helper = loadRegistryHelper();
@@ -813,6 +811,9 @@ async function resumeCostOnce(options: LlamaBenchOptions, model: string, c: Resu
   const engines: Engine[] = [];
   const gpuKey = `bench-resume-${process.pid}-${c.stopMs}${c.busy ? 'b' : 'i'}`.slice(0, 40);
   let held: { slot: number; leave: () => void } | null = null;
+  // The built-in engine 0 logs its steps: the window's start counted where its tokens are decoded
+  // (a JSON line a step, the same in every mode).
+  const stepLogDir = options.engine === 'builtin' ? mkdtempSync(join(tmpdir(), 'gpushare-resume-')) : null;
   try {
     for (let i = 0; i < (c.busy ? 2 : 1); i++) {
       const port = await freePort();
