@@ -8,12 +8,13 @@
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, chmodSync } from 'node:fs';
 import { connect, createServer, type Server } from 'node:net';
 import { spawn } from 'node:child_process';
+import { Agent, request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AppState, LaunchOutcome } from '../../electron/core/contract.js';
 import { GiB } from '../../electron/core/planner/policy.js';
-import { HEADERS_TIMEOUT_MS, IDLE_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from '../../electron/core/api/server.js';
+import { HEADERS_TIMEOUT_MS, IDLE_TIMEOUT_MS, REQUEST_TIMEOUT_MS, TOKEN_CHECK_INTERVAL_MS } from '../../electron/core/api/server.js';
 import { TINY_GGUF_SPEC, writeGguf } from '../fixtures/gguf.js';
 import { CLI } from '../fixtures/procs.js';
 import { removeSegment } from '../fixtures/segments.js';
@@ -151,12 +152,32 @@ describe('serve', () => {
     const file = join(dataDir, 'settings.json');
     const models = (): Promise<Response> => fetch(`${served.base}/v1/models`, { headers: { authorization: `Bearer ${GATEWAY_TOKEN}` } });
     expect((await models()).status).toBe(200);
+    // One keep-alive connection, its last request under the token, idle when the token goes.
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const onConnection = (method: string, path: string, token: string, body?: string): Promise<{ status: number; localPort: number }> =>
+      new Promise((resolve, reject) => {
+        const req = httpRequest({ host: '127.0.0.1', port: served.port, method, path, agent, headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) } }, (res) => {
+          const localPort = res.socket.localPort ?? -1;
+          res.resume();
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, localPort }));
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+    const underToken = await onConnection('GET', '/v1/models', GATEWAY_TOKEN);
+    expect(underToken.status).toBe(200);
     const settings = JSON.parse(readFileSync(file, 'utf8')) as { gatewayTokens: unknown[] };
     settings.gatewayTokens = [];
     writeFileSync(file, JSON.stringify(settings));
     const revoked = Date.now();
     await until(async () => ((await models()).status === 401 ? true : undefined), 1_000, 'the deleted token refused', 50);
     expect(Date.now() - revoked).toBeLessThan(1_000);
+    // The idle connection was only forgotten, not closed under its client: a request under another
+    // token goes through on it after several checks of the tokens.
+    await new Promise((resolve) => setTimeout(resolve, 3 * TOKEN_CHECK_INTERVAL_MS));
+    const afterwards = await onConnection('PUT', '/api/policy', served.token, JSON.stringify({ labPaused: false }));
+    expect(afterwards).toEqual({ status: 200, localPort: underToken.localPort });
+    agent.destroy();
     expect((await call(served, 'PUT', '/api/policy', { labPaused: false })).status).toBe(200);
     expect(readFileSync(file, 'utf8')).not.toContain(GATEWAY_TOKEN);
     expect((await models()).status).toBe(401);

@@ -129,27 +129,34 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
     return found !== undefined && (!use.dashboard || found.dashboard);
   };
 
-  /** Each connection's last token (and whether its route needed the dashboard's): checked every
-   *  TOKEN_CHECK_INTERVAL_MS, so that a token rotated or removed ends every stream and connection
-   *  opened with it (an event stream would otherwise carry the new token to the old one's holder). */
+  /** Each connection's last token (and whether its route needed the dashboard's), with the answer
+   *  given under it: checked every TOKEN_CHECK_INTERVAL_MS, so that a token rotated or removed
+   *  ends every stream and answer still going out under it (an event stream would otherwise carry
+   *  the new token to the old one's holder). A connection idle between requests is only
+   *  forgotten: its next request is checked afresh, and closing it could cut that request as the
+   *  client sends it (a client reusing the connection under another token got ECONNRESET). */
   interface TokenUse {
     token: string;
     dashboard: boolean;
   }
-  const authed = new Map<Socket, TokenUse>();
+  const authed = new Map<Socket, { use: TokenUse; res: ServerResponse }>();
+  const watched = new WeakSet<Socket>();
   const tokenCheck = setInterval(() => {
     if (authed.size === 0) return;
     const current = tokens();
-    for (const [socket, use] of authed) {
+    for (const [socket, { use, res }] of authed) {
       if (stillValid(current, use)) continue;
       authed.delete(socket);
-      socket.destroy();
+      if (!res.writableEnded) socket.destroy();
     }
   }, TOKEN_CHECK_INTERVAL_MS);
   tokenCheck.unref();
-  const remember = (socket: Socket, use: TokenUse): void => {
-    if (!authed.has(socket)) socket.once('close', () => authed.delete(socket));
-    authed.set(socket, use);
+  const remember = (socket: Socket, use: TokenUse, res: ServerResponse): void => {
+    if (!watched.has(socket)) {
+      watched.add(socket);
+      socket.once('close', () => authed.delete(socket));
+    }
+    authed.set(socket, { use, res });
   };
 
   /** The open event streams, fed by one subscription while there is any. */
@@ -338,7 +345,7 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
       }
       priority = who.priority;
       tokenUse = { token: who.token, dashboard: route.auth === 'dashboard' };
-      remember(req.socket, tokenUse);
+      remember(req.socket, tokenUse, res);
     }
     const params = (route.pattern.exec(url.pathname) ?? []).slice(1).map(decodeSegment);
     await route.handle({ req, res, url, priority, ...(tokenUse === undefined ? {} : { tokenUse }) }, params);
