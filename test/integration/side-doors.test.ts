@@ -8,7 +8,7 @@
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, chmodSync } from 'node:fs';
 import { connect, createServer, type Server } from 'node:net';
 import { spawn } from 'node:child_process';
-import { Agent, request as httpRequest } from 'node:http';
+import { Agent } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -154,16 +154,10 @@ describe('serve', () => {
     expect((await models()).status).toBe(200);
     // One keep-alive connection, its last request under the token, idle when the token goes.
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-    const onConnection = (method: string, path: string, token: string, body?: string): Promise<{ status: number; localPort: number }> =>
-      new Promise((resolve, reject) => {
-        const req = httpRequest({ host: '127.0.0.1', port: served.port, method, path, agent, headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) } }, (res) => {
-          const localPort = res.socket.localPort ?? -1;
-          res.resume();
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, localPort }));
-        });
-        req.on('error', reject);
-        req.end(body);
-      });
+    const onConnection = async (method: string, path: string, token: string, body?: string): Promise<{ status: number; localPort: number }> => {
+      const { status, localPort } = await rawRequest(served.port, { method, path, agent, headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, ...(body === undefined ? {} : { body }) });
+      return { status, localPort };
+    };
     const underToken = await onConnection('GET', '/v1/models', GATEWAY_TOKEN);
     expect(underToken.status).toBe(200);
     const settings = JSON.parse(readFileSync(file, 'utf8')) as { gatewayTokens: unknown[] };

@@ -140,22 +140,18 @@ export async function startApiServer(options: ApiServerOptions): Promise<ApiServ
     dashboard: boolean;
   }
   const authed = new Map<Socket, { use: TokenUse; res: ServerResponse }>();
-  const watched = new WeakSet<Socket>();
   const tokenCheck = setInterval(() => {
     if (authed.size === 0) return;
     const current = tokens();
     for (const [socket, { use, res }] of authed) {
-      if (stillValid(current, use)) continue;
+      if (stillValid(current, use) || res.writableEnded) continue;
       authed.delete(socket);
-      if (!res.writableEnded) socket.destroy();
+      socket.destroy();
     }
   }, TOKEN_CHECK_INTERVAL_MS);
   tokenCheck.unref();
   const remember = (socket: Socket, use: TokenUse, res: ServerResponse): void => {
-    if (!watched.has(socket)) {
-      watched.add(socket);
-      socket.once('close', () => authed.delete(socket));
-    }
+    if (!authed.has(socket)) socket.once('close', () => authed.delete(socket));
     authed.set(socket, { use, res });
   };
 
