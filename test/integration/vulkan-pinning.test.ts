@@ -106,7 +106,14 @@ async function launchEnvWriter(served: Served, id: string, gpuKey: string): Prom
   const launched = await call<LaunchOutcome>(served, 'POST', '/api/engines', { profileId: id, gpuKey });
   expect(launched.status, JSON.stringify(launched.body)).toBe(202);
   const engineId = launched.body.engine?.id ?? '';
-  const env = await until(() => (existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Record<string, string>) : null), 20_000, `${id} writing its environment`);
+  // The engine may be caught mid-write: a file that does not parse yet is read again.
+  const env = await until(() => {
+    try {
+      return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Record<string, string>) : null;
+    } catch {
+      return null;
+    }
+  }, 20_000, `${id} writing its environment`);
   return { env, engineId };
 }
 
