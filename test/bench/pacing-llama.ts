@@ -660,6 +660,7 @@ function medianOfRuns(runs: LlamaResult[]): LlamaResult {
             rest: m((r) => r.window_ms_per_token?.[i]?.rest ?? null, 2),
             perWindow: m((r) => r.window_ms_per_token?.[i]?.perWindow ?? null, 1),
             start: m((r) => r.window_ms_per_token?.[i]?.start ?? null, 2),
+            startToNext: m((r) => r.window_ms_per_token?.[i]?.startToNext ?? null, 2),
           })),
     solo_tokps: m((r) => r.solo_tokps, 1) ?? 0,
     aggregate_pct_of_solo: m((r) => r.aggregate_pct_of_solo, 1) ?? 0,
@@ -741,6 +742,10 @@ export interface ResumeCostResult {
   extra_cpu_ms_per_window: number | null;
   /** Per window, its length less its tokens at its own later cadence; the median over windows. */
   start_ms_per_window: number | null;
+  /** The same counting every token that arrives before the window comes round again (one that
+   *  reached the client after its end, one whose step ran past it): what starting it costs,
+   *  without what its end did (WindowPositionCost.startToNext). */
+  start_ms_per_window_to_next: number | null;
   /** The same from the engine's own step log, where each token is decoded rather than where the
    *  client reads it (the built-in engine only; null for others). */
   engine_start_ms_per_window: number | null;
@@ -802,7 +807,7 @@ async function stepEndsOf(path: string): Promise<number[] | null> {
   }
 }
 
-async function resumeCostOnce(options: LlamaBenchOptions, model: string, c: ResumeCostCase, mode: ResumeMode): Promise<Omit<ResumeCostResult, 'lost_ms_per_window' | 'extra_cpu_ms_per_window' | 'start_ms_per_window'>> {
+async function resumeCostOnce(options: LlamaBenchOptions, model: string, c: ResumeCostCase, mode: ResumeMode): Promise<Omit<ResumeCostResult, 'lost_ms_per_window' | 'extra_cpu_ms_per_window' | 'start_ms_per_window' | 'start_ms_per_window_to_next'>> {
   const { device, server } = options;
   const config = LLAMA_MODELS[device];
   const helper = loadRegistryHelper();
@@ -905,7 +910,7 @@ export async function runResumeCost(options: LlamaBenchOptions, modes: readonly 
   const model = llamaBenchModel(options.device);
   const out: ResumeCostResult[] = [];
   for (const mode of modes) {
-    const measured: Omit<ResumeCostResult, 'lost_ms_per_window' | 'extra_cpu_ms_per_window' | 'start_ms_per_window'>[] = [];
+    const measured: Omit<ResumeCostResult, 'lost_ms_per_window' | 'extra_cpu_ms_per_window' | 'start_ms_per_window' | 'start_ms_per_window_to_next'>[] = [];
     for (const c of RESUME_COST_CASES) {
       const result = await resumeCostOnce(options, model, c, mode);
       options.log(`  ${mode.padEnd(5)} stopped ${String(c.stopMs).padStart(3)} ms${c.busy ? ' (device busy)' : ' (device idle)'}: ${result.tokps_running} tok/s while running, ${result.tokens_per_window ?? '—'} tokens per ${RESUME_WINDOW_MS} ms window, ${result.cpu_ms_per_token ?? '—'} CPU ms per token`);
@@ -914,14 +919,14 @@ export async function runResumeCost(options: LlamaBenchOptions, modes: readonly 
     const unstopped = measured.find((r) => r.stop_ms === 0);
     for (const r of measured) {
       const cost = unstopped === undefined || r.windows === null ? null : windowStartCost({ windowMs: r.window_ms, windows: r.windows, tokens: r.tokens, cpuMs: r.cpu_ms_per_token === null ? null : r.cpu_ms_per_token * r.tokens }, { msPerToken: 1000 / unstopped.tokps_running, cpuMsPerToken: unstopped.cpu_ms_per_token });
-      out.push({ ...r, lost_ms_per_window: cost?.lostMsPerWindow ?? null, extra_cpu_ms_per_window: cost?.extraCpuMsPerWindow ?? null, start_ms_per_window: r.window_ms_per_token?.start ?? null });
+      out.push({ ...r, lost_ms_per_window: cost?.lostMsPerWindow ?? null, extra_cpu_ms_per_window: cost?.extraCpuMsPerWindow ?? null, start_ms_per_window: r.window_ms_per_token?.start ?? null, start_ms_per_window_to_next: r.window_ms_per_token?.startToNext ?? null });
     }
   }
   return out;
 }
 
 export function resumeCostTable(results: readonly ResumeCostResult[]): string {
-  const header = ['stopped by', 'stopped ms', 'device meanwhile', 'interval s', 'tok/s running', 'tokens / window', 'ms/tok in window 1st/2nd/rest', 'CPU ms/tok', 'lost ms / window', 'extra CPU ms / window', 'start ms / window', "start ms / window, engine's steps"];
+  const header = ['stopped by', 'stopped ms', 'device meanwhile', 'interval s', 'tok/s running', 'tokens / window', 'ms/tok in window 1st/2nd/rest', 'CPU ms/tok', 'lost ms / window', 'extra CPU ms / window', 'start ms / window', "start ms / window, engine's steps", 'start ms / window, tokens to its next start'];
   const rows = results.map((r) => [
     r.mode === 'coop' ? 'coop gate' : 'SIGSTOP',
     String(r.stop_ms),
@@ -935,6 +940,7 @@ export function resumeCostTable(results: readonly ResumeCostResult[]): string {
     r.extra_cpu_ms_per_window === null ? '—' : String(r.extra_cpu_ms_per_window),
     r.start_ms_per_window === null ? '—' : String(r.start_ms_per_window),
     r.engine_start_ms_per_window === null ? '—' : String(r.engine_start_ms_per_window),
+    r.start_ms_per_window_to_next === null ? '—' : String(r.start_ms_per_window_to_next),
   ]);
   return textTable(header, rows);
 }
@@ -1056,7 +1062,7 @@ export async function llamaBenchMain(args: LlamaMainArgs): Promise<number> {
     else {
       console.log('');
       console.log(resumeCostTable(results));
-      console.log(`\none engine decoding in ${RESUME_WINDOW_MS} ms windows, stopped between them (SIGSTOP from this harness, or coop: its own cooperative gate waiting out another registry peer's window); lost ms / window = the window's length less what its tokens take unstopped; extra CPU = CPU per window beyond its tokens' unstopped cost; start ms / window = per window, its length less its tokens at its own later cadence (second token to last), the median over windows (what starting it costs, whatever the machine's speed did since the unstopped run or in the next window); engine's steps = the same over the built-in engine's own step log, each token where it was decoded rather than where the client read it.\nA fixed cost c per window makes a 2:1 split of time read (80 − c)/(40 − c) in tokens: c = 1 ms → 2.03, c = 5 ms → 2.14, c = 10 ms → 2.33.\n${report.duration_s} s; wrote bench-results/${file}`);
+      console.log(`\none engine decoding in ${RESUME_WINDOW_MS} ms windows, stopped between them (SIGSTOP from this harness, or coop: its own cooperative gate waiting out another registry peer's window); lost ms / window = the window's length less what its tokens take unstopped; extra CPU = CPU per window beyond its tokens' unstopped cost; start ms / window = per window, its length less its tokens at its own later cadence (second token to last), the median over windows (what starting it costs, whatever the machine's speed did since the unstopped run or in the next window); engine's steps = the same over the built-in engine's own step log, each token where it was decoded rather than where the client read it; tokens to its next start = the same counting every token the client reads before the window comes round again: a token decoded before the end that reaches the client after it, one whose step ran past the end (coop lets a last step go when half of it fits; SIGSTOP lands a little after the end), all of them the window's work. Counted in the window only, they charge its start with what its end did (0.7–0.9 ms per window here, either way of stopping).\nA fixed cost c per window makes a 2:1 split of time read (80 − c)/(40 − c) in tokens: c = 1 ms → 2.03, c = 5 ms → 2.14, c = 10 ms → 2.33.\n${report.duration_s} s; wrote bench-results/${file}`);
     }
     return 0;
   }

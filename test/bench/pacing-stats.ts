@@ -97,6 +97,13 @@ export interface WindowPositionCost {
    *  tokens arrive in bursts (text held back until it is whole UTF-8 or clear of a stop string),
    *  whose zero gaps would pull a median gap below the cadence and the cost up. */
   start: number | null;
+  /** The same with every token that arrives before the window comes round again: one decoded
+   *  just before its end that reached the client after it, one whose step ran past the end (a
+   *  cooperative gate lets a last step go when half of it fits; a SIGSTOP lands a little late).
+   *  They are the window's work; counted out, they charge its start with what its end did. For an
+   *  engine that decodes in its own windows only (each mode of the resume-cost probe): what
+   *  arrives while the others' windows run is then its own window's. */
+  startToNext: number | null;
 }
 
 /** A window with fewer tokens has no later cadence to speak of. */
@@ -110,7 +117,7 @@ const START_COST_MIN_TOKENS = 4;
  */
 export function costByWindowPosition(tokens: readonly number[], schedule: { periodUs: number; windows: readonly { slot: number; startUs: number; lengthUs: number }[] }, slot: number, fromUs: number, toUs: number): WindowPositionCost {
   const window = schedule.windows.find((w) => w.slot === slot);
-  const none = { first: null, second: null, rest: null, perWindow: null, start: null };
+  const none = { first: null, second: null, rest: null, perWindow: null, start: null, startToNext: null };
   if (window === undefined || schedule.periodUs <= 0) return none;
   const sorted = [...tokens].sort((a, b) => a - b);
   const first: number[] = [];
@@ -118,6 +125,7 @@ export function costByWindowPosition(tokens: readonly number[], schedule: { peri
   const rest: number[] = [];
   const counts: number[] = [];
   const starts: number[] = [];
+  const startsToNext: number[] = [];
   let i = 0;
   for (let periodStart = Math.floor(fromUs / schedule.periodUs) * schedule.periodUs; periodStart < toUs; periodStart += schedule.periodUs) {
     const start = periodStart + window.startUs;
@@ -133,10 +141,15 @@ export function costByWindowPosition(tokens: readonly number[], schedule: { peri
     if (inside.length >= START_COST_MIN_TOKENS) {
       const cadenceUs = ((inside.at(-1) ?? 0) - (inside[1] ?? 0)) / (inside.length - 2);
       starts.push((window.lengthUs - inside.length * cadenceUs) / 1000);
+      if (start + schedule.periodUs <= toUs) {
+        let upToNext = inside.length;
+        for (let j = i + inside.length; j < sorted.length && (sorted[j] ?? 0) < start + schedule.periodUs; j++) upToNext++;
+        startsToNext.push((window.lengthUs - upToNext * cadenceUs) / 1000);
+      }
     }
   }
   const med = (values: number[]): number | null => (values.length === 0 ? null : round(median(values), 2));
-  return { first: med(first), second: med(second), rest: med(rest), perWindow: counts.length === 0 ? null : round(counts.reduce((a, b) => a + b, 0) / counts.length, 1), start: med(starts) };
+  return { first: med(first), second: med(second), rest: med(rest), perWindow: counts.length === 0 ? null : round(counts.reduce((a, b) => a + b, 0) / counts.length, 1), start: med(starts), startToNext: med(startsToNext) };
 }
 
 /** When each decode step of a built-in engine's step log (`GPU_SHARE_PACER_TRACE`) ended, wall µs,

@@ -10,15 +10,15 @@ describe('costByWindowPosition', () => {
     const tokens: number[] = [];
     for (let p = 0; p < 10; p++) for (const at of [9, 15, 21, 27, 33, 39]) tokens.push(p * 120_000 + 80_000 + at * 1000);
     const cost = costByWindowPosition(tokens, schedule, 1, 0, 1_200_000);
-    expect(cost).toEqual({ first: 9, second: 6, rest: 6, perWindow: 6, start: 4 });
+    expect(cost).toEqual({ first: 9, second: 6, rest: 6, perWindow: 6, start: 4, startToNext: 4 });
   });
 
   it("counts only whole windows inside the interval and only the slot's own windows", () => {
     const tokens = [5_000, 10_000, 15_000, 85_000, 125_000, 130_000];
     // From 100 ms: slot 0's first whole window is [120, 200) ms.
-    expect(costByWindowPosition(tokens, schedule, 0, 100_000, 240_000)).toEqual({ first: 5, second: 5, rest: null, perWindow: 2, start: null });
+    expect(costByWindowPosition(tokens, schedule, 0, 100_000, 240_000)).toEqual({ first: 5, second: 5, rest: null, perWindow: 2, start: null, startToNext: null });
     // Slot 1's only whole window there, [200, 240) ms, holds no token.
-    expect(costByWindowPosition(tokens, schedule, 1, 100_000, 240_000)).toEqual({ first: null, second: null, rest: null, perWindow: 0, start: null });
+    expect(costByWindowPosition(tokens, schedule, 1, 100_000, 240_000)).toEqual({ first: null, second: null, rest: null, perWindow: 0, start: null, startToNext: null });
   });
 
   it("reads a window's start cost at its own cadence, whatever the cadence of the others and however its tokens bunch", () => {
@@ -39,6 +39,21 @@ describe('costByWindowPosition', () => {
     expect(cost.rest).toBe(2);
   });
 
+  it("counts up to the window's next start its tokens that reach the client after its end or were decoded past it", () => {
+    // Slot 1's windows [80, 120) ms: a token decoded every 6 ms from 8 ms in (starting cost 2 ms),
+    // each reaching the client 2.5 ms later; the one decoded at 38 ms arrives 0.5 ms past the end.
+    const late: number[] = [];
+    for (let p = 0; p < 10; p++) for (let k = 0; k < 6; k++) late.push(p * 120_000 + 80_000 + (8 + 6 * k + 2.5) * 1000);
+    // In the window: 5 tokens, 40 − 5·6 = 10 ms; to the next start all 6: 40 − 36 = 4 ms.
+    expect(costByWindowPosition(late, schedule, 1, 0, 1_200_000)).toMatchObject({ perWindow: 5, start: 10, startToNext: 4 });
+    // A gate that lets the last step go with half of it left: tokens at 7, 13, … 37 ms and the last
+    // at 43 ms, 3 ms past the end. In the window its 3 ms inside read as lost (40 − 36 = 4); to the
+    // next start the step counts whole (40 − 42 = −2), the 3 ms it took from the next window with it.
+    const overrun: number[] = [];
+    for (let p = 0; p < 10; p++) for (let k = 0; k < 7; k++) overrun.push(p * 120_000 + 80_000 + (7 + 6 * k) * 1000);
+    expect(costByWindowPosition(overrun, schedule, 1, 0, 1_200_000)).toMatchObject({ perWindow: 6, start: 4, startToNext: -2 });
+  });
+
   it("from a built-in engine's step log: each token where its step ended, in order, the log's other events left out", () => {
     const events = [
       { k: 'step', t: 81_000, pid: 7, mono: 1, us: 6_000 },
@@ -53,7 +68,7 @@ describe('costByWindowPosition', () => {
   });
 
   it('knows nothing of a slot without a window', () => {
-    expect(costByWindowPosition([1, 2, 3], schedule, 5, 0, 1e6)).toEqual({ first: null, second: null, rest: null, perWindow: null, start: null });
+    expect(costByWindowPosition([1, 2, 3], schedule, 5, 0, 1e6)).toEqual({ first: null, second: null, rest: null, perWindow: null, start: null, startToNext: null });
   });
 });
 
