@@ -807,7 +807,10 @@ async function stepEndsOf(path: string): Promise<number[] | null> {
   }
 }
 
-async function resumeCostOnce(options: LlamaBenchOptions, model: string, c: ResumeCostCase, mode: ResumeMode): Promise<Omit<ResumeCostResult, 'lost_ms_per_window' | 'extra_cpu_ms_per_window' | 'start_ms_per_window' | 'start_ms_per_window_to_next'>> {
+/** A case as measured, before it is set against the unstopped run of its mode. */
+type ResumeCostMeasured = Omit<ResumeCostResult, 'lost_ms_per_window' | 'extra_cpu_ms_per_window'>;
+
+async function resumeCostOnce(options: LlamaBenchOptions, model: string, c: ResumeCostCase, mode: ResumeMode): Promise<ResumeCostMeasured> {
   const { device, server } = options;
   const config = LLAMA_MODELS[device];
   const helper = loadRegistryHelper();
@@ -877,6 +880,7 @@ async function resumeCostOnce(options: LlamaBenchOptions, model: string, c: Resu
     if (x === null || y === null) throw new Error(`engine on port ${e0.port}: its token count does not span the interval`);
     const tokens = Math.round(y - x);
     const runningS = stopUs > 0 ? (windows * windowUs) / 1e6 : (toUs - fromUs) / 1e6;
+    const byPosition = stopUs > 0 ? costByWindowPosition(e0.tokens, schedule, slot0, fromUs, toUs) : null;
     const stepEnds = stopUs > 0 && stepLogDir !== null ? await stepEndsOf(join(stepLogDir, `steps.${e0.serverPid() ?? -1}`)) : null;
     return {
       mode,
@@ -889,7 +893,9 @@ async function resumeCostOnce(options: LlamaBenchOptions, model: string, c: Resu
       tokens_per_window: stopUs > 0 ? round(tokens / windows, 2) : null,
       tokps_running: round(tokens / runningS, 1),
       cpu_ms_per_token: pin ? round((cpuTo - cpuFrom) / 1000 / Math.max(1, tokens), 2) : null,
-      window_ms_per_token: stopUs > 0 ? costByWindowPosition(e0.tokens, schedule, slot0, fromUs, toUs) : null,
+      window_ms_per_token: byPosition,
+      start_ms_per_window: byPosition?.start ?? null,
+      start_ms_per_window_to_next: byPosition?.startToNext ?? null,
       engine_start_ms_per_window: stepEnds === null ? null : costByWindowPosition(stepEnds, schedule, slot0, fromUs, toUs).start,
     };
   } finally {
@@ -910,7 +916,7 @@ export async function runResumeCost(options: LlamaBenchOptions, modes: readonly 
   const model = llamaBenchModel(options.device);
   const out: ResumeCostResult[] = [];
   for (const mode of modes) {
-    const measured: Omit<ResumeCostResult, 'lost_ms_per_window' | 'extra_cpu_ms_per_window' | 'start_ms_per_window' | 'start_ms_per_window_to_next'>[] = [];
+    const measured: ResumeCostMeasured[] = [];
     for (const c of RESUME_COST_CASES) {
       const result = await resumeCostOnce(options, model, c, mode);
       options.log(`  ${mode.padEnd(5)} stopped ${String(c.stopMs).padStart(3)} ms${c.busy ? ' (device busy)' : ' (device idle)'}: ${result.tokps_running} tok/s while running, ${result.tokens_per_window ?? '—'} tokens per ${RESUME_WINDOW_MS} ms window, ${result.cpu_ms_per_token ?? '—'} CPU ms per token`);
@@ -919,7 +925,7 @@ export async function runResumeCost(options: LlamaBenchOptions, modes: readonly 
     const unstopped = measured.find((r) => r.stop_ms === 0);
     for (const r of measured) {
       const cost = unstopped === undefined || r.windows === null ? null : windowStartCost({ windowMs: r.window_ms, windows: r.windows, tokens: r.tokens, cpuMs: r.cpu_ms_per_token === null ? null : r.cpu_ms_per_token * r.tokens }, { msPerToken: 1000 / unstopped.tokps_running, cpuMsPerToken: unstopped.cpu_ms_per_token });
-      out.push({ ...r, lost_ms_per_window: cost?.lostMsPerWindow ?? null, extra_cpu_ms_per_window: cost?.extraCpuMsPerWindow ?? null, start_ms_per_window: r.window_ms_per_token?.start ?? null, start_ms_per_window_to_next: r.window_ms_per_token?.startToNext ?? null });
+      out.push({ ...r, lost_ms_per_window: cost?.lostMsPerWindow ?? null, extra_cpu_ms_per_window: cost?.extraCpuMsPerWindow ?? null });
     }
   }
   return out;
