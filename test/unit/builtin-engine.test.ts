@@ -447,7 +447,7 @@ describe('builtin engine: where the gate sits between decode steps', () => {
       },
     };
     const model = { detokenize: (pending: readonly number[]) => pending.map((t) => `t${t} `).join(''), isEogToken: () => false };
-    return { sequence, model } as unknown as Engine;
+    return { sequence, model, stepPath: { path: 'evaluate', why: 'a fake sequence' } } as unknown as Engine;
   }
   const request = { maxTokens: 3, temperature: 1, topP: null, topK: null, seed: null, stop: [], stream: true, includeUsage: false };
 

@@ -4,10 +4,11 @@
  * that comes out (incremental detokenization, stop strings held back), the decode counters, and the
  * FIFO of requests waiting for the sequence. Knows nothing about HTTP.
  */
-import type { ChatHistoryItem, ChatWrapper, Llama, LlamaContext, LlamaContextSequence, LlamaModel, SequenceEvaluateOptions, Token } from 'node-llama-cpp';
+import type { ChatHistoryItem, ChatWrapper, Llama, LlamaContext, LlamaContextSequence, LlamaModel, Token } from 'node-llama-cpp';
 import { monotonicUs } from '../../clock.js';
 import type { DecodeCounters } from './metrics.js';
 import type { ChatRequest, CompletionRequest, SamplingRequest } from './openai-api.js';
+import { openSteps, type StepPathChoice } from './steps.js';
 
 // ---------------------------------------------------------------------------------------------
 // Text: incremental detokenization and stop strings
@@ -178,6 +179,8 @@ export interface Engine {
   context: LlamaContext;
   sequence: LlamaContextSequence;
   chatWrapper: ChatWrapper;
+  /** How its decode steps are taken (steps.ts, chooseStepPath). */
+  stepPath: StepPathChoice;
 }
 
 export interface Prompt {
@@ -257,11 +260,6 @@ export async function generate(
   if (keep < sequence.nextTokenIndex) await sequence.eraseContextTokenRanges([{ start: keep, end: sequence.nextTokenIndex }]);
   const limit = Math.min(request.maxTokens, sequence.contextSize - tokens.length);
 
-  const options: SequenceEvaluateOptions = { temperature: request.temperature, yieldEogToken: true };
-  if (request.topP !== null) options.topP = request.topP;
-  if (request.topK !== null) options.topK = request.topK;
-  if (request.seed !== null) options.seed = request.seed;
-
   const text = new TokenTextStream<Token>((pending, last) => model.detokenize(pending, false, last));
   const stops = new StopMatcher([...request.stop, ...prompt.stops]);
   let completionTokens = 0;
@@ -274,7 +272,7 @@ export async function generate(
   let predictUs = 0;
   // The prompt's evaluation is device work too: it starts inside our window, not someone else's.
   if (steps.afterStep !== null) await steps.afterStep(0);
-  const iterator = sequence.evaluate(tokens.slice(keep), options);
+  const decodeSteps = openSteps(engine, tokens.slice(keep), request);
   // The step just taken, for the gate to weigh before the next one starts.
   let lastStepUs: number | null = null;
   try {
@@ -289,7 +287,7 @@ export async function generate(
         break;
       }
       const stepStart = monotonicUs();
-      const next = await iterator.next();
+      const token = await decodeSteps.next();
       const stepUs = monotonicUs() - stepStart;
       lastStepUs = stepUs;
       steps.stepLog?.(stepStart, stepUs);
@@ -303,7 +301,7 @@ export async function generate(
         steps.counters.tokensPredictedSecondsTotal += stepUs / 1e6;
         predictUs += stepUs;
       }
-      if (next.done === true) {
+      if (token === null) {
         finishReason = 'stop';
         break;
       }
@@ -313,7 +311,6 @@ export async function generate(
         steps.counters.firstTokenSecondsTotal += (monotonicUs() - steps.arrivedUs) / 1e6;
         steps.counters.firstTokensTotal++;
       }
-      const token = next.value;
       if (model.isEogToken(token) || prompt.stopTokens.has(token)) {
         finishReason = 'stop';
         break;
@@ -331,7 +328,7 @@ export async function generate(
       }
     }
   } finally {
-    await iterator.return();
+    await decodeSteps.close();
   }
   if (!stopped && !aborted) {
     const tail = stops.push(text.flush());

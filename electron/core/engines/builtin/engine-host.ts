@@ -46,6 +46,7 @@ import { errorText } from '../../error-text.js';
 import { ENGINE_SECRET_ENV } from '../engine-secret.js';
 import { vulkanPinningWarning } from '../device-pinning.js';
 import { bindingKeepsThreads, defaultFlashAttention, defaultThreads } from './defaults.js';
+import { chooseStepPath } from './steps.js';
 import { isEntryPoint } from '../../entry-point.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -436,12 +437,15 @@ async function main(argv: readonly string[]): Promise<void> {
     const flashAttention = options.flashAttention ?? defaultFlashAttention(layers);
     const context = await model.createContext({ contextSize: options.ctx, sequences: 1, threads, ...(flashAttention === undefined ? {} : { flashAttention }) });
     if (host.isStopping) return;
-    engine = { llama, model, context, sequence: context.getSequence(), chatWrapper: resolveChatWrapper(model) };
+    const sequence = context.getSequence();
+    const stepPath = chooseStepPath({ llama, model, context, sequence });
+    engine = { llama, model, context, sequence, chatWrapper: resolveChatWrapper(model), stepPath };
     log(
       'info',
       `model loaded: ${options.alias} (${model.fileInsights.totalLayers} layers, ctx ${context.contextSize}, ${threads} threads, flash attention ${flashAttention === undefined ? 'auto' : flashAttention ? 'on' : 'off'}, ` +
-        `gpu ${llama.gpu === false ? 'none' : llama.gpu}, ${llama.buildType === 'localBuild' ? 'binding built here' : 'prebuilt binding'}${keepsThreads ? ' with OpenMP' : ''}, chat template ${engine.chatWrapper.wrapperName}) in ${((monotonicUs() - loadStarted) / 1e6).toFixed(2)} s`,
+        `gpu ${llama.gpu === false ? 'none' : llama.gpu}, ${llama.buildType === 'localBuild' ? 'binding built here' : 'prebuilt binding'}${keepsThreads ? ' with OpenMP' : ''}, chat template ${engine.chatWrapper.wrapperName}, decode steps ${stepPath.path}) in ${((monotonicUs() - loadStarted) / 1e6).toFixed(2)} s`,
     );
+    if (stepPath.path === 'evaluate') log('info', `decode steps through node-llama-cpp's sequence.evaluate: ${stepPath.why}`);
   } catch (error) {
     if (host.isStopping) return;
     fatal(`could not load the model ${options.model}: ${errorText(error)}`);

@@ -1,0 +1,209 @@
+/**
+ * The built-in engine's decode steps on its one context sequence: the prompt's tokens, then one
+ * generated token at a time, each step ending in a sampled token. Two ways to take them, chosen
+ * once per engine (`chooseStepPath`):
+ *
+ * - `direct`: node-llama-cpp's native context and nothing else: fill a batch, decode it, sample.
+ *   `sequence.evaluate` runs every token through the binding's general batching machinery (locks,
+ *   a queue shared by all sequences, a prioritisation pass, closures, Maps and Sets, a copy of the
+ *   whole context's token list), about 130 µs of JavaScript a token besides the decode and the
+ *   sample, and 430 µs on a window's first token, when all of that code and data are cold (one
+ *   core, the bench model; pacer NOTES.md "The decode step, straight"). Straight, a token costs two
+ *   native calls and two numbers of bookkeeping.
+ * - `evaluate`: `sequence.evaluate`, for models whose sequence needs checkpoints to reuse a prefix
+ *   (hybrid, recurrent, sliding-window attention without a full cache), which only the binding
+ *   takes, and for a binding whose internals are not the ones this file knows (a version other
+ *   than the pinned one): then the engine is slower, never wrong.
+ *
+ * The direct path reaches into node-llama-cpp's internals (`_ctx`, `_sequenceId`,
+ * `_nextTokenIndex`, `_contextTokens`, the addon's sampler). They are checked once, by shape, in
+ * `reachInternals`, and kept consistent the way the binding keeps them after its own decodes, so
+ * that its public API (`compareContextTokens`, `eraseContextTokenRanges`, `contextTokens`) goes on
+ * working between requests. The engine owns its context (one sequence, one request at a time), so
+ * nothing else of the binding's decodes on it meanwhile.
+ */
+import { randomInt } from 'node:crypto';
+import type { LlamaContextSequence, SequenceEvaluateOptions, Token } from 'node-llama-cpp';
+import type { Engine } from './decode.js';
+
+/** What a request asks of the sampler. null: the default (llama-server's and the binding's). */
+export interface SamplingSettings {
+  temperature: number;
+  topP: number | null;
+  topK: number | null;
+  seed: number | null;
+}
+
+/** One generation's steps: each `next()` decodes what is pending (the prompt, then the last token)
+ *  and samples the next token; null when the sampler gives none. `close()` once, in a finally. */
+export interface TokenSteps {
+  next(): Promise<Token | null>;
+  close(): Promise<void>;
+}
+
+export type StepPath = 'direct' | 'evaluate';
+
+/** The path an engine takes, and why when it is not the direct one. */
+export type StepPathChoice = { path: 'direct'; internals: Internals } | { path: 'evaluate'; why: string };
+
+// ---------------------------------------------------------------------------------------------
+// node-llama-cpp's internals, as far as the direct path uses them
+
+interface NativeSampler {
+  applyConfig(config: Record<string, number>): void;
+  dispose(): void;
+}
+
+interface NativeContext {
+  initBatch(size: number): void;
+  addToBatch(sequenceId: number, firstTokenSequenceIndex: number, tokens: Uint32Array, logitIndexes: Uint32Array): Uint32Array;
+  decodeBatch(): Promise<void>;
+  sampleToken(batchLogitIndex: number, sampler: NativeSampler): Promise<Token | -1>;
+}
+
+/** The sequence's own bookkeeping, which its public API reads. */
+interface SequenceState {
+  _sequenceId: number;
+  _nextTokenIndex: number;
+  _contextTokens: Token[];
+}
+
+export interface Internals {
+  native: NativeContext;
+  sequence: SequenceState;
+  newSampler: () => NativeSampler;
+  batchSize: number;
+  contextSize: number;
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null;
+const hasMethods = (value: unknown, names: readonly string[]): boolean => isObject(value) && names.every((name) => typeof value[name] === 'function');
+
+/** node-llama-cpp's internals the direct path needs, or what is missing. Checked by shape. */
+export function reachInternals(engine: Pick<Engine, 'llama' | 'model' | 'context' | 'sequence'>): Internals | string {
+  const context: unknown = engine.context;
+  const sequence: unknown = engine.sequence;
+  const model: unknown = engine.model;
+  const llama: unknown = engine.llama;
+  const native = isObject(context) ? context._ctx : undefined;
+  if (!hasMethods(native, ['initBatch', 'addToBatch', 'decodeBatch', 'sampleToken'])) return "the context's native _ctx (initBatch, addToBatch, decodeBatch, sampleToken)";
+  if (!isObject(sequence) || !Number.isInteger(sequence._sequenceId) || !Number.isInteger(sequence._nextTokenIndex) || !Array.isArray(sequence._contextTokens)) return "the sequence's _sequenceId, _nextTokenIndex and _contextTokens";
+  const bindings = isObject(llama) ? llama._bindings : undefined;
+  const Sampler = isObject(bindings) ? bindings.AddonSampler : undefined;
+  const nativeModel = isObject(model) ? model._model : undefined;
+  if (typeof Sampler !== 'function' || !isObject(nativeModel)) return "the binding's AddonSampler and the model's native _model";
+  const batchSize = engine.context.batchSize;
+  if (!Number.isInteger(batchSize) || batchSize < 1) return `a batch size (${String(batchSize)})`;
+  const SamplerClass = Sampler as new (model: unknown) => NativeSampler;
+  return {
+    native: native as unknown as NativeContext,
+    sequence: sequence as unknown as SequenceState,
+    newSampler: () => new SamplerClass(nativeModel),
+    batchSize,
+    contextSize: engine.context.contextSize,
+  };
+}
+
+/** The path for an engine: direct unless its sequence needs checkpoints or the internals differ. */
+export function chooseStepPath(engine: Pick<Engine, 'llama' | 'model' | 'context' | 'sequence'>): StepPathChoice {
+  if (engine.sequence.needsCheckpoints) return { path: 'evaluate', why: "the model's sequence needs checkpoints (hybrid, recurrent or sliding-window attention), which the binding's own evaluation takes" };
+  const internals = reachInternals(engine);
+  if (typeof internals === 'string') return { path: 'evaluate', why: `node-llama-cpp lacks ${internals} (not the pinned version)` };
+  return { path: 'direct', internals };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The steps
+
+/** The sampler's settings as the binding resolves a request's (its defaults: top-k 40, top-p 0.95,
+ *  no min-p); a request without a seed gets a random one, as llama-server's does. */
+export function samplerConfig(settings: SamplingSettings, random: () => number = () => randomInt(0, 2 ** 31)): Record<string, number> {
+  return {
+    temperature: Math.max(0, settings.temperature),
+    minP: 0,
+    topK: settings.topK ?? 40,
+    topP: settings.topP ?? 0.95,
+    seed: settings.seed !== null && Number.isFinite(settings.seed) ? Math.max(0, Math.floor(settings.seed)) : random(),
+  };
+}
+
+const NO_LOGITS = new Uint32Array(0);
+
+class DirectSteps implements TokenSteps {
+  private readonly sampler: NativeSampler;
+  private pending: readonly Token[];
+  private readonly one = new Uint32Array(1);
+  private readonly lastLogit = new Uint32Array(1);
+
+  constructor(
+    private readonly internals: Internals,
+    input: readonly Token[],
+    settings: SamplingSettings,
+  ) {
+    this.pending = input;
+    this.sampler = internals.newSampler();
+    this.sampler.applyConfig(samplerConfig(settings));
+  }
+
+  async next(): Promise<Token | null> {
+    const { native, sequence, batchSize, contextSize } = this.internals;
+    const input = this.pending;
+    if (input.length === 0) return null;
+    // The binding's own limit: one slot of the context stays free (it would shift the context).
+    if (sequence._nextTokenIndex + input.length > contextSize - 1) throw new Error(`the context is full (${sequence._nextTokenIndex} of ${contextSize} tokens, ${input.length} more to decode)`);
+    let logitIndex = -1;
+    for (let start = 0; start < input.length; start += batchSize) {
+      const count = Math.min(batchSize, input.length - start);
+      const last = start + count === input.length;
+      let tokens: Uint32Array;
+      if (count === 1) {
+        this.one[0] = input[start] ?? 0;
+        tokens = this.one;
+      } else tokens = Uint32Array.from(input.slice(start, start + count));
+      this.lastLogit[0] = count - 1;
+      native.initBatch(count);
+      const logitIndexes = native.addToBatch(sequence._sequenceId, sequence._nextTokenIndex, tokens, last ? this.lastLogit : NO_LOGITS);
+      await native.decodeBatch();
+      // What the binding records after a decode of its own (its `_decodeTokens`).
+      sequence._nextTokenIndex += count;
+      for (let i = start; i < start + count; i++) {
+        const token = input[i];
+        if (token !== undefined) sequence._contextTokens.push(token);
+      }
+      if (last) logitIndex = logitIndexes[0] ?? -1;
+    }
+    this.pending = [];
+    if (logitIndex < 0) return null;
+    const token = await native.sampleToken(logitIndex, this.sampler);
+    if (token === -1) throw new Error('the sampler gave no token');
+    this.pending = [token];
+    return token;
+  }
+
+  close(): Promise<void> {
+    this.sampler.dispose();
+    return Promise.resolve();
+  }
+}
+
+function evaluateSteps(sequence: LlamaContextSequence, input: readonly Token[], settings: SamplingSettings): TokenSteps {
+  const options: SequenceEvaluateOptions = { temperature: settings.temperature, yieldEogToken: true };
+  if (settings.topP !== null) options.topP = settings.topP;
+  if (settings.topK !== null) options.topK = settings.topK;
+  if (settings.seed !== null) options.seed = settings.seed;
+  const iterator = sequence.evaluate([...input], options);
+  return {
+    next: async () => {
+      const next = await iterator.next();
+      return next.done === true ? null : next.value;
+    },
+    close: async () => {
+      await iterator.return();
+    },
+  };
+}
+
+/** The steps of one generation, from `input` (the prompt's tokens not in the sequence yet). */
+export function openSteps(engine: Pick<Engine, 'sequence' | 'stepPath'>, input: readonly Token[], settings: SamplingSettings): TokenSteps {
+  return engine.stepPath.path === 'direct' ? new DirectSteps(engine.stepPath.internals, input, settings) : evaluateSteps(engine.sequence, input, settings);
+}
