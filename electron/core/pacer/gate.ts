@@ -77,14 +77,19 @@ export function scheduleOf(peers: readonly AlivePeer[]): Schedule {
 /**
  * The cooperative gate lets a window's first step go this long before the window starts. Between
  * the gate letting a step go and the device starting it lies the engine's own dispatch: the return
- * through the decode loop, node-llama-cpp's batch queue, a libuv worker waking to call
- * llama_decode. On the 2-vCPU VM that took 0.2–0.3 ms after a wait (`perf`, pacer/NOTES.md), all
- * of it taken from the window; with the lead the step reaches the device at about the window's
- * start. The previous window's engine is seldom still working then: its last step runs past its
- * end only when at least half of it fitted (LAST_STEP_FIT), by an eighth of a step on average.
- * (The process gate has no lead: a continued engine runs at once.)
+ * through the decode loop, the call into the binding, a libuv worker waking to call llama_decode.
+ * Through node-llama-cpp's batch queue that took 0.2–0.3 ms after a wait (`perf`, pacer/NOTES.md)
+ * and the lead was 200 µs; the built-in engine now calls the binding's native context straight
+ * (engines/builtin/steps.ts), whose part fell from ~210 to ~40 µs on a window's first step. A lead
+ * longer than the dispatch starts the step in the previous window's tail, and with a decode team on
+ * every core that costs both engines at their barriers: through `serve`, two engines of two
+ * threads each at 2:1 held 94–116 % of solo together with 50 µs (median 109.5 %, six runs) against
+ * 65–103 % (median 91.7 %) with 200 µs, alternated in one session. Late by a little costs less than
+ * early. The previous window's engine is seldom still working at the start: its last step runs
+ * past its end only when at least half of it fitted (LAST_STEP_FIT), by an eighth of a step on
+ * average. (The process gate has no lead: a continued engine runs at once.)
  */
-export const START_LEAD_US = 200;
+export const START_LEAD_US = 50;
 
 /**
  * A window's last step goes when at least this part of it is expected to fit before the window's
