@@ -6,10 +6,10 @@
  * - `direct`: node-llama-cpp's native context and nothing else: fill a batch, decode it, sample.
  *   `sequence.evaluate` runs every token through the binding's general batching machinery (locks,
  *   a queue shared by all sequences, a prioritisation pass, closures, Maps and Sets, a copy of the
- *   whole context's token list), about 130 µs of JavaScript a token besides the decode and the
- *   sample, and 430 µs on a window's first token, when all of that code and data are cold (one
- *   core, the bench model; pacer NOTES.md "The decode step, straight"). Straight, a token costs two
- *   native calls and two numbers of bookkeeping.
+ *   whole context's token list): ~150 µs a token besides the decode, and ~455 µs on a window's
+ *   first token, when all of that code and data are cold. Straight, a token costs four native
+ *   calls (two of them trips to the worker thread) and two lines of bookkeeping: ~43 and ~115 µs,
+ *   a step 18–19 % shorter (one core, the bench model; pacer NOTES.md "The decode step, straight").
  * - `evaluate`: `sequence.evaluate`, for models whose sequence needs checkpoints to reuse a prefix
  *   (hybrid, recurrent, sliding-window attention without a full cache), which only the binding
  *   takes, and for a binding whose internals are not the ones this file knows (a version other
@@ -40,8 +40,6 @@ export interface TokenSteps {
   next(): Promise<Token | null>;
   close(): Promise<void>;
 }
-
-export type StepPath = 'direct' | 'evaluate';
 
 /** The path an engine takes, and why when it is not the direct one. */
 export type StepPathChoice = { path: 'direct'; internals: Internals } | { path: 'evaluate'; why: string };
