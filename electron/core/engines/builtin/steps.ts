@@ -164,10 +164,7 @@ class DirectSteps implements TokenSteps {
       await native.decodeBatch();
       // What the binding records after a decode of its own (its `_decodeTokens`).
       sequence._nextTokenIndex += count;
-      for (let i = start; i < start + count; i++) {
-        const token = input[i];
-        if (token !== undefined) sequence._contextTokens.push(token);
-      }
+      sequence._contextTokens.push(...input.slice(start, start + count));
       if (last) logitIndex = logitIndexes[0] ?? -1;
     }
     this.pending = [];
@@ -178,9 +175,8 @@ class DirectSteps implements TokenSteps {
     return token;
   }
 
-  close(): Promise<void> {
+  async close(): Promise<void> {
     this.sampler.dispose();
-    return Promise.resolve();
   }
 }
 
