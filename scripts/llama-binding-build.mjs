@@ -25,6 +25,7 @@ import { cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { patchAddon, patchId } from './llama-binding-patch.mjs';
 import { bundleCommit, cacheBase, log, Missing, onPath, run } from './llama-server-build.mjs';
 
 const root = resolve(fileURLToPath(new URL('..', import.meta.url)));
@@ -33,9 +34,9 @@ export const NODE_LLAMA_CPP = join(root, 'node_modules', 'node-llama-cpp');
 export const folderName = (platform = process.platform, arch = process.arch) => `${platform === 'win32' ? 'win' : platform === 'darwin' ? 'mac' : platform}-${arch}`;
 const LOCAL_BUILDS = join(NODE_LLAMA_CPP, 'llama', 'localBuilds');
 
-/** The cache folder of one build. */
-export function bindingCacheDir(base, version, commit, folder) {
-  return join(base, 'node-llama-cpp', `${version}-${commit.slice(0, 12)}-${folder}`);
+/** The cache folder of one build: node-llama-cpp's version, llama.cpp's commit, our patch's id. */
+export function bindingCacheDir(base, version, commit, folder, patch) {
+  return join(base, 'node-llama-cpp', `${version}-${commit.slice(0, 12)}-${patch}-${folder}`);
 }
 
 /** What node-llama-cpp needs of a local build to load it: the Release folder and the marker. */
@@ -54,7 +55,8 @@ function copyBuild(from, to) {
 function loadedBinding() {
   const script = `import('node-llama-cpp').then(async ({ getLlama, LlamaLogLevel }) => {
     const llama = await getLlama({ gpu: false, build: 'never', skipDownload: true, logLevel: LlamaLogLevel.error });
-    console.log(JSON.stringify({ buildType: llama.buildType, systemInfo: llama.systemInfo }));
+    const oneCallStep = typeof llama._bindings?.AddonContext?.prototype?.gpuShareDecodeStep === 'function';
+    console.log(JSON.stringify({ buildType: llama.buildType, systemInfo: llama.systemInfo, oneCallStep }));
     process.exit(0);
   })`;
   const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
@@ -104,14 +106,17 @@ function main(values) {
   }
   const version = JSON.parse(readFileSync(join(NODE_LLAMA_CPP, 'package.json'), 'utf8')).version;
   const commit = bundleCommit();
-  const cached = bindingCacheDir(cacheBase(), version, commit, folder);
+  const patch = patchId();
+  const cached = bindingCacheDir(cacheBase(), version, commit, folder, patch);
   if (existsSync(join(cached, 'buildDone.status'))) {
     log(`node-llama-cpp ${version} binding (llama.cpp ${commit.slice(0, 12)}, ${folder}): already built, copied from ${cached}`);
   } else {
     // bundleCommit has checked git.
     for (const tool of ['cmake', 'c++', 'cc']) if (onPath(tool) === null) throw new Missing(`${tool} is not installed (the binding needs CMake, a C/C++ compiler and git)`);
     const started = Date.now();
-    log(`building node-llama-cpp ${version}'s CPU binding from llama.cpp ${commit.slice(0, 12)} (its bundle) for this machine; a few minutes`);
+    log(`building node-llama-cpp ${version}'s CPU binding from llama.cpp ${commit.slice(0, 12)} (its bundle) for this machine, with gpu-share's one-call decode step (${patch}); a few minutes`);
+    // Our one change to its addon (scripts/llama-binding-patch.mjs); a source that does not fit fails here.
+    patchAddon(join(NODE_LLAMA_CPP, 'llama', 'addon'));
     // node-llama-cpp's own build: its CMake options, OpenMP where the compiler has it, this CPU's
     // instructions. Its output (CMake's progress) goes to our stderr.
     run(process.execPath, [join(NODE_LLAMA_CPP, 'dist', 'cli', 'cli.js'), 'source', 'download', '--gpu', 'false', '--noUsageExample'], { cwd: root, stdio: ['ignore', 2, 'inherit'] });
@@ -125,6 +130,7 @@ function main(values) {
   copyBuild(cached, target);
   const loaded = loadedBinding();
   if (loaded.buildType !== 'localBuild') throw new Error(`node-llama-cpp loaded its ${loaded.buildType} binary, not the build in ${target}`);
+  if (!loaded.oneCallStep) throw new Error(`the build in ${target} has no gpuShareDecodeStep (the patch did not take)`);
   log(`node-llama-cpp loads it: ${/OPENMP = 1/.test(loaded.systemInfo) ? 'OpenMP (the built-in engine decodes on every physical core)' : 'no OpenMP (the built-in engine keeps a core free)'}`);
   console.log(target);
   return 0;

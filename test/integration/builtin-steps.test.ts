@@ -1,14 +1,16 @@
 /**
- * The built-in engine's two ways of taking decode steps (engines/builtin/steps.ts) on a real tiny
- * model in this process: the direct one (node-llama-cpp's native context) must generate what the
- * binding's own `sequence.evaluate` generates, keep the sequence's bookkeeping as the binding does
- * (so that a prefix is reused between requests), and split a prompt longer than a batch.
+ * The built-in engine's ways of taking decode steps (engines/builtin/steps.ts) on a real tiny
+ * model in this process: the direct one (node-llama-cpp's native context; each generated token in
+ * one call when the binding was built here, `one-call`, or through the binding's worker calls,
+ * `worker`) must generate what the binding's own `sequence.evaluate` generates, keep the
+ * sequence's bookkeeping as the binding does (so that a prefix is reused between requests), and
+ * split a prompt longer than a batch.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { getLlama, LlamaLogLevel, resolveChatWrapper, type Llama, type LlamaModel } from 'node-llama-cpp';
+import { getLlama, LlamaLogLevel, resolveChatWrapper, type Llama, type LlamaModel, type Token } from 'node-llama-cpp';
 import { TINY_GGUF_SPEC, writeGguf } from '../fixtures/gguf.js';
 import { buildPrompt, generate, type Engine, type GenerationResult } from '../../electron/core/engines/builtin/decode.js';
 import { newDecodeCounters } from '../../electron/core/engines/builtin/metrics.js';
@@ -33,12 +35,14 @@ afterAll(async () => {
   if (dir !== '') rmSync(dir, { recursive: true, force: true });
 });
 
-/** An engine on a fresh context, its steps taken the way `path` says. */
-async function engineOn(path: 'direct' | 'evaluate', batchSize?: number): Promise<Engine> {
+/** An engine on a fresh context, its steps taken the way `path` says ('direct': as chosen). */
+async function engineOn(path: 'direct' | 'worker' | 'evaluate', batchSize?: number): Promise<Engine> {
   const context = await model.createContext({ contextSize: 256, sequences: 1, threads: 1, flashAttention: false, ...(batchSize === undefined ? {} : { batchSize }) });
   const sequence = context.getSequence();
   const choice = chooseStepPath({ llama, model, context, sequence });
-  const stepPath: StepPathChoice = path === 'direct' ? choice : { path: 'evaluate', why: 'the test asks for it' };
+  let stepPath: StepPathChoice = choice;
+  if (path === 'evaluate') stepPath = { path: 'evaluate', why: 'the test asks for it' };
+  else if (path === 'worker' && choice.path === 'direct') stepPath = { path: 'direct', internals: { ...choice.internals, oneCallStep: false } };
   return { llama, model, context, sequence, chatWrapper: resolveChatWrapper(model), stepPath };
 }
 
@@ -55,40 +59,65 @@ async function run(engine: Engine, request: CompletionRequest): Promise<{ text: 
 const PROMPT = 'the quick brown fox jumps over the lazy dog and then';
 
 describe('built-in engine decode steps', () => {
-  it('takes the direct path on the pinned node-llama-cpp with a plain model', async () => {
+  it('takes the direct path on the pinned node-llama-cpp with a plain model, one call a token with the binding built here', async () => {
     const engine = await engineOn('direct');
     try {
       expect(engine.stepPath.path, engine.stepPath.path === 'evaluate' ? engine.stepPath.why : '').toBe('direct');
+      // `npm run llama-binding:build` (CI runs it) patches the binding; its prebuilt binaries lack the call.
+      if (engine.stepPath.path === 'direct') expect(engine.stepPath.internals.oneCallStep).toBe(llama.buildType === 'localBuild');
     } finally {
       await engine.context.dispose();
     }
   });
 
-  it('generates what sequence.evaluate generates, greedy and seeded, and leaves the same context tokens', async () => {
-    const [direct, evaluate] = [await engineOn('direct'), await engineOn('evaluate')];
+  it('generates what sequence.evaluate generates, greedy and seeded, one call a token or through the worker, and leaves the same context tokens', async () => {
+    const [direct, worker, evaluate] = [await engineOn('direct'), await engineOn('worker'), await engineOn('evaluate')];
     try {
       const seeded = [1, 2, 3, 4, 5, 6].map((seed) => completion(PROMPT, { temperature: 0.9, seed, maxTokens: 40 }));
       let seededTokens = 0;
       for (const request of [completion(PROMPT), completion('a', { maxTokens: 5 }), ...seeded]) {
-        await direct.sequence.clearHistory();
-        await evaluate.sequence.clearHistory();
-        const a = await run(direct, request);
+        for (const engine of [direct, worker, evaluate]) await engine.sequence.clearHistory();
         const b = await run(evaluate, request);
-        if (request.seed === null) expect(a.result.completionTokens).toBeGreaterThan(0);
-        else seededTokens += a.result.completionTokens;
-        expect(a.text).toBe(b.text);
-        expect({ ...a.result, promptUs: 0, predictUs: 0 }).toEqual({ ...b.result, promptUs: 0, predictUs: 0 });
-        expect(direct.sequence.contextTokens).toEqual(evaluate.sequence.contextTokens);
-        expect(direct.sequence.nextTokenIndex).toBe(evaluate.sequence.nextTokenIndex);
-        // The prompt and every generated token were decoded, but for the last one sampled at the limit
-        // (an end-of-generation token is sampled, never counted and never decoded).
-        expect(direct.sequence.nextTokenIndex).toBe(a.result.promptTokens + a.result.completionTokens - (a.result.finishReason === 'length' ? 1 : 0));
+        for (const [name, engine] of [['direct', direct], ['worker', worker]] as const) {
+          const a = await run(engine, request);
+          if (request.seed === null) expect(a.result.completionTokens, name).toBeGreaterThan(0);
+          else if (name === 'direct') seededTokens += a.result.completionTokens;
+          expect(a.text, name).toBe(b.text);
+          expect({ ...a.result, promptUs: 0, predictUs: 0 }, name).toEqual({ ...b.result, promptUs: 0, predictUs: 0 });
+          expect(engine.sequence.contextTokens, name).toEqual(evaluate.sequence.contextTokens);
+          expect(engine.sequence.nextTokenIndex, name).toBe(evaluate.sequence.nextTokenIndex);
+          // The prompt and every generated token were decoded, but for the last one sampled at the limit
+          // (an end-of-generation token is sampled, never counted and never decoded).
+          expect(engine.sequence.nextTokenIndex, name).toBe(a.result.promptTokens + a.result.completionTokens - (a.result.finishReason === 'length' ? 1 : 0));
+        }
       }
       expect(seededTokens).toBeGreaterThan(0);
     } finally {
-      await direct.context.dispose();
-      await evaluate.context.dispose();
+      for (const engine of [direct, worker, evaluate]) await engine.context.dispose();
     }
+  });
+
+  it("gpu-share's one-call step in the binding built here: a missing batch and a disposed context are errors, not crashes", async () => {
+    const engine = await engineOn('direct');
+    if (engine.stepPath.path !== 'direct' || !engine.stepPath.internals.oneCallStep) {
+      await engine.context.dispose();
+      return;
+    }
+    const { native, sequence } = engine.stepPath.internals;
+    const step = native.gpuShareDecodeStep?.bind(native);
+    const sampler = engine.stepPath.internals.newSampler();
+    sampler.applyConfig(samplerConfig({ temperature: 0, topP: null, topK: null, seed: 1 }));
+    const token = 1 as Token;
+    try {
+      expect(() => step?.(sequence._sequenceId, 0, token, sampler)).toThrow(/No batch is initialized/);
+      expect(() => (step as unknown as (...args: unknown[]) => unknown)('x', 0, token, sampler)).toThrow(/gpuShareDecodeStep\(sequenceId, position, token, sampler\)/);
+      native.initBatch(1);
+      expect(step?.(sequence._sequenceId, 0, token, sampler)).toBeGreaterThanOrEqual(0);
+    } finally {
+      sampler.dispose();
+      await engine.context.dispose();
+    }
+    expect(() => step?.(sequence._sequenceId, 1, token, sampler)).toThrow(/Context is disposed/);
   });
 
   it('reuses a cached prefix in the next request and answers as a fresh context does', async () => {

@@ -1,18 +1,19 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { bindingCacheDir, folderName, KEPT, optionalSkip } from '../../scripts/llama-binding-build.mjs';
+import { bindingCacheDir, folderName, KEPT, NODE_LLAMA_CPP, optionalSkip } from '../../scripts/llama-binding-build.mjs';
+import { patchId, patchText, STEP_SOURCE } from '../../scripts/llama-binding-patch.mjs';
 
 const SCRIPT = join(import.meta.dirname, '..', '..', 'scripts', 'llama-binding-build.mjs');
 
 describe('llama-binding:build', () => {
-  it("names the build as node-llama-cpp looks for it, and keys its cache by version, commit and platform", () => {
+  it("names the build as node-llama-cpp looks for it, and keys its cache by version, commit, our patch and platform", () => {
     expect(folderName('linux', 'x64')).toBe('linux-x64');
     expect(folderName('darwin', 'arm64')).toBe('mac-arm64');
     expect(folderName('win32', 'x64')).toBe('win-x64');
-    expect(bindingCacheDir('/c', '3.21.1', '80fb11ac73e66d89eae2c6a91d8a77428fa733ed', 'linux-x64')).toBe('/c/node-llama-cpp/3.21.1-80fb11ac73e6-linux-x64');
+    expect(bindingCacheDir('/c', '3.21.1', '80fb11ac73e66d89eae2c6a91d8a77428fa733ed', 'linux-x64', '0a1b2c3d')).toBe('/c/node-llama-cpp/3.21.1-80fb11ac73e6-0a1b2c3d-linux-x64');
     // What node-llama-cpp checks before it loads a local build (getLocalBuildBinaryPath).
     expect(KEPT).toEqual(['Release', 'buildDone.status']);
   });
@@ -48,5 +49,41 @@ describe('llama-binding:build', () => {
     } finally {
       rmSync(cache, { recursive: true, force: true });
     }
+  });
+});
+
+describe("llama-binding:build's patch (gpuShareDecodeStep)", () => {
+  const addon = join(NODE_LLAMA_CPP, 'llama', 'addon');
+  const step = readFileSync(STEP_SOURCE, 'utf8');
+  /** node-llama-cpp's file as shipped: the installed one, with our insertions taken out if a build here patched it. */
+  const shipped = (file: string): string => {
+    const text = readFileSync(join(addon, file), 'utf8');
+    return text.replace(`${step}\n`, '').replace('        Napi::Value GpuShareDecodeStep(const Napi::CallbackInfo& info);\n', '').replace('                InstanceMethod("gpuShareDecodeStep", &AddonContext::GpuShareDecodeStep),\n', '');
+  };
+
+  it("fits the pinned node-llama-cpp's addon: declared, registered beside sampleToken, defined before the class's init", () => {
+    const header = patchText('AddonContext.h', shipped('AddonContext.h'), step);
+    const source = patchText('AddonContext.cpp', shipped('AddonContext.cpp'), step);
+    if (header instanceof Error) throw header;
+    if (source instanceof Error) throw source;
+    expect(header).toContain('Napi::Value SampleToken(const Napi::CallbackInfo& info);\n        Napi::Value GpuShareDecodeStep(const Napi::CallbackInfo& info);\n');
+    expect(source).toContain('InstanceMethod("sampleToken", &AddonContext::SampleToken),\n                InstanceMethod("gpuShareDecodeStep", &AddonContext::GpuShareDecodeStep),\n');
+    expect(source.indexOf('Napi::Value AddonContext::GpuShareDecodeStep(')).toBeLessThan(source.indexOf('void AddonContext::init(Napi::Object exports) {'));
+    expect(source.split('AddonContext::GpuShareDecodeStep(').length - 1).toBe(1);
+    // Twice is once.
+    expect(patchText('AddonContext.cpp', source, step)).toBe(source);
+    expect(patchText('AddonContext.h', header, step)).toBe(header);
+  });
+
+  it('names the anchor that another node-llama-cpp lacks, and patches nothing', () => {
+    const changed = shipped('AddonContext.cpp').replace('InstanceMethod("sampleToken"', 'InstanceMethod("sampleTokenV2"');
+    const result = patchText('AddonContext.cpp', changed, step);
+    expect(result).toBeInstanceOf(Error);
+    expect(String(result)).toMatch(/AddonContext\.cpp: the anchor "InstanceMethod\(\\"sampleToken\\", &AddonContext::SampleToken\),".* 0 times, not once/);
+  });
+
+  it("keys the build's cache by the step's source", () => {
+    expect(patchId(step)).toMatch(/^[0-9a-f]{8}$/);
+    expect(patchId(`${step} `)).not.toBe(patchId(step));
   });
 });

@@ -10,6 +10,12 @@
  *   first token, when all of that code and data are cold. Straight, a token costs four native
  *   calls (two of them trips to the worker thread) and two lines of bookkeeping: ~43 and ~115 µs,
  *   a step 18–19 % shorter (one core, the bench model; pacer NOTES.md "The decode step, straight").
+ *   With the binding built here (`npm run llama-binding:build`, which adds gpu-share's
+ *   `gpuShareDecodeStep`, native/llama-binding/decode-step.cpp) a generated token is one
+ *   synchronous call on this thread, no trip to the worker at all: a step ~13 % shorter again, and
+ *   ~200 µs off a window's first one. The prompt's batches, and any step longer than
+ *   `ONE_CALL_STEP_MAX_US`, keep the worker, so that the event loop never waits long; one-call
+ *   steps give it a turn every `ONE_CALL_YIELD_US`.
  * - `evaluate`: `sequence.evaluate`, for models whose sequence needs checkpoints to reuse a prefix
  *   (hybrid, recurrent, sliding-window attention without a full cache), which only the binding
  *   takes, and for a binding whose internals are not the ones this file knows (a version other
@@ -23,6 +29,7 @@
  * nothing else of the binding's decodes on it meanwhile.
  */
 import { randomInt } from 'node:crypto';
+import { monotonicUs } from '../../clock.js';
 import type { LlamaContextSequence, SequenceEvaluateOptions, Token } from 'node-llama-cpp';
 import type { Engine } from './decode.js';
 
@@ -57,6 +64,10 @@ interface NativeContext {
   addToBatch(sequenceId: number, firstTokenSequenceIndex: number, tokens: Uint32Array, logitIndexes: Uint32Array): Uint32Array;
   decodeBatch(): Promise<void>;
   sampleToken(batchLogitIndex: number, sampler: NativeSampler): Promise<Token | -1>;
+  getSequenceKvCacheMaxPosition(sequenceId: number): number;
+  /** Ours, in a binding built here (native/llama-binding/decode-step.cpp): one token decoded and
+   *  the next sampled and accepted on this thread, in one call. */
+  gpuShareDecodeStep?: (sequenceId: number, position: number, token: Token, sampler: NativeSampler) => Token | -1;
 }
 
 /** The sequence's own bookkeeping, which its public API reads. */
@@ -72,6 +83,8 @@ export interface Internals {
   newSampler: () => NativeSampler;
   batchSize: number;
   contextSize: number;
+  /** The binding has gpu-share's one-call step (`gpuShareDecodeStep`). */
+  oneCallStep: boolean;
 }
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null;
@@ -84,7 +97,7 @@ export function reachInternals(engine: Pick<Engine, 'llama' | 'model' | 'context
   const model: unknown = engine.model;
   const llama: unknown = engine.llama;
   const native = isObject(context) ? context._ctx : undefined;
-  if (!hasMethods(native, ['initBatch', 'addToBatch', 'decodeBatch', 'sampleToken'])) return "the context's native _ctx (initBatch, addToBatch, decodeBatch, sampleToken)";
+  if (!hasMethods(native, ['initBatch', 'addToBatch', 'decodeBatch', 'sampleToken', 'getSequenceKvCacheMaxPosition'])) return "the context's native _ctx (initBatch, addToBatch, decodeBatch, sampleToken, getSequenceKvCacheMaxPosition)";
   if (!isObject(sequence) || !Number.isInteger(sequence._sequenceId) || !Number.isInteger(sequence._nextTokenIndex) || !Array.isArray(sequence._contextTokens)) return "the sequence's _sequenceId, _nextTokenIndex and _contextTokens";
   const bindings = isObject(llama) ? llama._bindings : undefined;
   const Sampler = isObject(bindings) ? bindings.AddonSampler : undefined;
@@ -99,6 +112,7 @@ export function reachInternals(engine: Pick<Engine, 'llama' | 'model' | 'context
     newSampler: () => new SamplerClass(nativeModel),
     batchSize,
     contextSize: engine.context.contextSize,
+    oneCallStep: hasMethods(native, ['gpuShareDecodeStep']),
   };
 }
 
@@ -127,11 +141,25 @@ export function samplerConfig(settings: SamplingSettings, random: () => number =
 
 const NO_LOGITS = new Uint32Array(0);
 
+/** A generated token's step runs on the JavaScript thread in one native call while steps take at
+ *  most this long (µs); a longer one (a large model on the CPU) goes back to the binding's worker
+ *  thread, so that the engine's HTTP server and heartbeat never wait longer than this for a step. */
+export const ONE_CALL_STEP_MAX_US = 20_000;
+/** One-call steps give the event loop a turn at least this often (µs): requests, aborts and
+ *  timers are served between tokens while a generation runs unpaced. */
+export const ONE_CALL_YIELD_US = 4_000;
+
+const eventLoopTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
 class DirectSteps implements TokenSteps {
   private readonly sampler: NativeSampler;
   private pending: readonly Token[];
   private readonly one = new Uint32Array(1);
   private readonly lastLogit = new Uint32Array(1);
+  /** The last generated token's step, µs (0 before the first): whether the next takes one call. */
+  private lastTokenStepUs = 0;
+  private batchReady = false;
+  private lastTurnUs = monotonicUs();
 
   constructor(
     private readonly internals: Internals,
@@ -144,11 +172,58 @@ class DirectSteps implements TokenSteps {
   }
 
   async next(): Promise<Token | null> {
-    const { native, sequence, batchSize, contextSize } = this.internals;
+    const { sequence, contextSize } = this.internals;
     const input = this.pending;
     if (input.length === 0) return null;
     // The binding's own limit: one slot of the context stays free (it would shift the context).
     if (sequence._nextTokenIndex + input.length > contextSize - 1) throw new Error(`the context is full (${sequence._nextTokenIndex} of ${contextSize} tokens, ${input.length} more to decode)`);
+    const [only] = input;
+    this.pending = [];
+    let token: Token | -1 | null;
+    if (input.length === 1 && only !== undefined && this.internals.oneCallStep && this.lastTokenStepUs <= ONE_CALL_STEP_MAX_US) {
+      const started = monotonicUs();
+      token = this.oneCallStep(only);
+      const now = monotonicUs();
+      this.lastTokenStepUs = now - started;
+      if (now - this.lastTurnUs >= ONE_CALL_YIELD_US) {
+        await eventLoopTurn();
+        this.lastTurnUs = monotonicUs();
+      }
+    } else {
+      const started = monotonicUs();
+      token = await this.workerSteps(input);
+      if (input.length === 1) this.lastTokenStepUs = monotonicUs() - started;
+      this.lastTurnUs = monotonicUs();
+    }
+    if (token === null) return null;
+    if (token === -1) throw new Error('the sampler gave no token');
+    this.pending = [token];
+    return token;
+  }
+
+  /** One token decoded, the next sampled, on this thread (gpu-share's call in the binding). */
+  private oneCallStep(token: Token): Token | -1 {
+    const { native, sequence } = this.internals;
+    const position = sequence._nextTokenIndex;
+    if (!this.batchReady) {
+      native.initBatch(1);
+      this.batchReady = true;
+    }
+    try {
+      const next = native.gpuShareDecodeStep?.(sequence._sequenceId, position, token, this.sampler);
+      if (next === undefined) throw new Error("the binding's gpuShareDecodeStep is gone");
+      this.recordDecoded([token]);
+      return next;
+    } catch (error) {
+      // A sampler that failed after the decode: the token is in the cache, so it is recorded.
+      if (native.getSequenceKvCacheMaxPosition(sequence._sequenceId) >= position) this.recordDecoded([token]);
+      throw error;
+    }
+  }
+
+  /** The binding's own calls, on its worker thread: the prompt's batches, then a sample. */
+  private async workerSteps(input: readonly Token[]): Promise<Token | -1 | null> {
+    const { native, sequence, batchSize } = this.internals;
     let logitIndex = -1;
     for (let start = 0; start < input.length; start += batchSize) {
       const count = Math.min(batchSize, input.length - start);
@@ -160,19 +235,21 @@ class DirectSteps implements TokenSteps {
       } else tokens = Uint32Array.from(input.slice(start, start + count));
       this.lastLogit[0] = count - 1;
       native.initBatch(count);
+      this.batchReady = true;
       const logitIndexes = native.addToBatch(sequence._sequenceId, sequence._nextTokenIndex, tokens, last ? this.lastLogit : NO_LOGITS);
       await native.decodeBatch();
-      // What the binding records after a decode of its own (its `_decodeTokens`).
-      sequence._nextTokenIndex += count;
-      sequence._contextTokens.push(...input.slice(start, start + count));
+      this.recordDecoded(input.slice(start, start + count));
       if (last) logitIndex = logitIndexes[0] ?? -1;
     }
-    this.pending = [];
     if (logitIndex < 0) return null;
-    const token = await native.sampleToken(logitIndex, this.sampler);
-    if (token === -1) throw new Error('the sampler gave no token');
-    this.pending = [token];
-    return token;
+    return native.sampleToken(logitIndex, this.sampler);
+  }
+
+  /** What the binding records after a decode of its own (its `_decodeTokens`). */
+  private recordDecoded(tokens: readonly Token[]): void {
+    const { sequence } = this.internals;
+    sequence._nextTokenIndex += tokens.length;
+    sequence._contextTokens.push(...tokens);
   }
 
   async close(): Promise<void> {
