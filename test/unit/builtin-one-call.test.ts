@@ -112,6 +112,23 @@ describe('direct steps: one native call a generated token', () => {
     expect(turns).toBeGreaterThanOrEqual(Math.floor(count / (ONE_CALL_YIELD_US / stepUs + 1)) - 2);
   });
 
+  it("takes no turn of its own at a window's first step: the gate's wait before it was one", async () => {
+    const { engine } = fakeEngine({ oneCallUs: () => 1_000 });
+    const steps = openSteps(engine, tokens(1), SETTINGS);
+    try {
+      for (let window = 0; window < 3; window++) {
+        // Between windows: the gate sleeps (a timer), longer than ONE_CALL_YIELD_US.
+        await new Promise((resolve) => setTimeout(resolve, ONE_CALL_YIELD_US / 1000 + 2));
+        let turned = false;
+        setImmediate(() => (turned = true));
+        await steps.next();
+        expect(turned, `window ${window}`).toBe(false);
+      }
+    } finally {
+      await steps.close();
+    }
+  });
+
   it('records a token the cache took before the sampler failed, and not one whose decode failed', async () => {
     for (const where of ['sample', 'decode'] as const) {
       const { engine, sequence } = fakeEngine({ failAt: { call: 2, where } });

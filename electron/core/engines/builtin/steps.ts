@@ -148,6 +148,9 @@ export const ONE_CALL_STEP_MAX_US = 20_000;
 /** One-call steps give the event loop a turn at least this often (µs): requests, aborts and
  *  timers are served between tokens while a generation runs unpaced. */
 export const ONE_CALL_YIELD_US = 4_000;
+/** A pause this long (µs) before a step was the caller's own wait (the gate's, between windows),
+ *  which gave the event loop its turn: a window's first step then takes none of its own. */
+const CALLER_WAITED_US = 1_000;
 
 const eventLoopTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
@@ -160,6 +163,7 @@ class DirectSteps implements TokenSteps {
   private lastTokenStepUs = 0;
   private batchReady = false;
   private lastTurnUs = monotonicUs();
+  private lastStepEndUs = this.lastTurnUs;
 
   constructor(
     private readonly internals: Internals,
@@ -180,8 +184,9 @@ class DirectSteps implements TokenSteps {
     const [only] = input;
     this.pending = [];
     let token: Token | -1 | null;
+    const started = monotonicUs();
+    if (started - this.lastStepEndUs >= CALLER_WAITED_US) this.lastTurnUs = started;
     if (input.length === 1 && only !== undefined && this.internals.oneCallStep && this.lastTokenStepUs <= ONE_CALL_STEP_MAX_US) {
-      const started = monotonicUs();
       token = this.oneCallStep(only);
       const now = monotonicUs();
       this.lastTokenStepUs = now - started;
@@ -190,11 +195,11 @@ class DirectSteps implements TokenSteps {
         this.lastTurnUs = monotonicUs();
       }
     } else {
-      const started = monotonicUs();
       token = await this.workerSteps(input);
       if (input.length === 1) this.lastTokenStepUs = monotonicUs() - started;
       this.lastTurnUs = monotonicUs();
     }
+    this.lastStepEndUs = monotonicUs();
     if (token === null) return null;
     if (token === -1) throw new Error('the sampler gave no token');
     this.pending = [token];
