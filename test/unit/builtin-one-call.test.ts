@@ -112,6 +112,22 @@ describe('direct steps: one native call a generated token', () => {
     expect(turns).toBeGreaterThanOrEqual(Math.floor(count / (ONE_CALL_YIELD_US / stepUs + 1)) - 2);
   });
 
+  it("lets the last token's write out before the next step holds the thread (Node's HTTP uncorks in a nextTick)", async () => {
+    const { engine, calls } = fakeEngine();
+    const steps = openSteps(engine, tokens(1), SETTINGS);
+    try {
+      for (let i = 0; i < 4; i++) {
+        await steps.next();
+        // What res.write leaves behind: the socket's uncork, in a nextTick.
+        process.nextTick(() => calls.push('uncork'));
+      }
+    } finally {
+      await steps.close();
+    }
+    // (The last one runs once this test's own microtasks are done.)
+    expect(calls.filter((call) => call !== 'initBatch 1').slice(0, 7)).toEqual(['oneCall', 'uncork', 'oneCall', 'uncork', 'oneCall', 'uncork', 'oneCall']);
+  });
+
   it("takes no turn of its own at a window's first step: the gate's wait before it was one", async () => {
     const { engine } = fakeEngine({ oneCallUs: () => 1_000 });
     const steps = openSteps(engine, tokens(1), SETTINGS);
