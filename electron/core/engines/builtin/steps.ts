@@ -12,8 +12,8 @@
  *   a step 18–19 % shorter (one core, the bench model; pacer NOTES.md "The decode step, straight").
  *   With the binding built here (`npm run llama-binding:build`, which adds gpu-share's
  *   `gpuShareDecodeStep`, native/llama-binding/decode-step.cpp) a generated token is one
- *   synchronous call on this thread, no trip to the worker at all: a step ~13 % shorter again, and
- *   ~200 µs off a window's first one. The prompt's batches, and any step longer than
+ *   synchronous call on this thread, no trip to the worker at all: a step 9–13 % shorter again,
+ *   and 140–210 µs off a window's first one. The prompt's batches, and any step longer than
  *   `ONE_CALL_STEP_MAX_US`, keep the worker, so that the event loop never waits long; one-call
  *   steps give it a turn every `ONE_CALL_YIELD_US`.
  * - `evaluate`: `sequence.evaluate`, for models whose sequence needs checkpoints to reuse a prefix
