@@ -70,6 +70,17 @@ describe('built-in engine decode steps', () => {
     }
   });
 
+  it('keeps a decode team (more than one thread) on the worker calls', async () => {
+    const context = await model.createContext({ contextSize: 256, sequences: 1, threads: 2, flashAttention: false });
+    try {
+      const choice = chooseStepPath({ llama, model, context, sequence: context.getSequence() });
+      expect(choice.path).toBe('direct');
+      if (choice.path === 'direct') expect(choice.internals.oneCallStep).toBe(false);
+    } finally {
+      await context.dispose();
+    }
+  });
+
   it('generates what sequence.evaluate generates, greedy and seeded, one call a token or through the worker, and leaves the same context tokens', async () => {
     const [direct, worker, evaluate] = [await engineOn('direct'), await engineOn('worker'), await engineOn('evaluate')];
     try {

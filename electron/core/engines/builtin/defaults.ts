@@ -78,8 +78,7 @@ export function bindingKeepsThreads(systemInfo: string): boolean {
  *   threads on one core"). Fewer threads than cores, set by a profile, stay unbound: every such
  *   engine would be bound to the same first cores, and engines on different devices (not paced
  *   against each other) would then share those while the rest idled. libgomp also binds the thread
- *   that loads it; the host gives its JavaScript thread its CPUs back (keepingThreadCpus), and
- *   binds it again when it decodes itself (one-call steps, steps.ts): it is then the team's master.
+ *   that loads it; the host gives its JavaScript thread its CPUs back (keepingThreadCpus).
  * Neither changes anything with node-llama-cpp's prebuilt binaries (no OpenMP, threads per token).
  */
 const HOST_ENV: Readonly<Record<string, string>> = { UV_THREADPOOL_SIZE: '1', GOMP_SPINCOUNT: '10000' };

@@ -440,21 +440,6 @@ async function main(argv: readonly string[]): Promise<void> {
     const sequence = context.getSequence();
     const stepPath = chooseStepPath({ llama, model, context, sequence });
     engine = { llama, model, context, sequence, chatWrapper: resolveChatWrapper(model), stepPath };
-    // One-call steps make this thread the master of each generated token's decode team, and libgomp
-    // placed the team's helpers from the core it bound this thread to at load, which we gave back:
-    // unbound, master and helper shared a core while the other idled (both on CPU 1, seen through
-    // `serve`: 1,025 tok/s alone against 1,201, split 2.30). Back on that core, the team spans its cores.
-    if (stepPath.path === 'direct' && stepPath.internals.oneCallStep && threads > 1 && loaded.cpus.kind === 'restored') {
-      const narrowed = loaded.cpus.narrowed;
-      const cpus = loadThreadCpus();
-      try {
-        if (!('get' in cpus)) throw new Error(cpus.why);
-        cpus.set(narrowed);
-        log('info', `the engine's main thread decodes each generated token itself: bound to CPU ${cpuList(narrowed)} again, where its decode team starts`);
-      } catch (error) {
-        log('warn', `the engine's main thread decodes each generated token but could not be bound to CPU ${cpuList(narrowed)}: ${errorText(error)}`);
-      }
-    }
     log(
       'info',
       `model loaded: ${options.alias} (${model.fileInsights.totalLayers} layers, ctx ${context.contextSize}, ${threads} threads, flash attention ${flashAttention === undefined ? 'auto' : flashAttention ? 'on' : 'off'}, ` +

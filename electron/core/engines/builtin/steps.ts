@@ -11,8 +11,8 @@
  *   calls (two of them trips to the worker thread) and two lines of bookkeeping: ~43 and ~115 µs,
  *   a step 18–19 % shorter (one core, the bench model; pacer NOTES.md "The decode step, straight").
  *   With the binding built here (`npm run llama-binding:build`, which adds gpu-share's
- *   `gpuShareDecodeStep`, native/llama-binding/decode-step.cpp) a generated token is one
- *   synchronous call on this thread, no trip to the worker at all: a step 9–13 % shorter again,
+ *   `gpuShareDecodeStep`, native/llama-binding/decode-step.cpp) and one decode thread, a
+ *   generated token is one synchronous call on this thread, no trip to the worker at all: a step 9–13 % shorter again,
  *   and 140–210 µs off a window's first one. The prompt's batches, and any step longer than
  *   `ONE_CALL_STEP_MAX_US`, keep the worker, so that the event loop never waits long; one-call
  *   steps give it a turn every `ONE_CALL_YIELD_US`.
@@ -83,12 +83,23 @@ export interface Internals {
   newSampler: () => NativeSampler;
   batchSize: number;
   contextSize: number;
-  /** The binding has gpu-share's one-call step (`gpuShareDecodeStep`). */
+  /** Generated tokens take gpu-share's one-call step: the binding has it (`gpuShareDecodeStep`)
+   *  and the context decodes on one thread (`ONE_CALL_MAX_THREADS`). */
   oneCallStep: boolean;
 }
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null;
 const hasMethods = (value: unknown, names: readonly string[]): boolean => isObject(value) && names.every((name) => typeof value[name] === 'function');
+
+/**
+ * One-call steps only for a decode on one thread. With an OpenMP team the calling thread becomes
+ * its master, and through `serve` (two 2-thread engines at 2:1, unpinned) a step took 959 µs in the
+ * weight-2 engine's windows against 835 through the worker calls (the engine's step trace, load
+ * 1.4–1.7): the token's socket write, which the worker's trip had overlapped with the decode,
+ * lands before it, and the master's core also serves the engine's JavaScript. With one thread the
+ * same trace read 643 against 750 µs (pacer NOTES.md, "One call a token").
+ */
+export const ONE_CALL_MAX_THREADS = 1;
 
 /** node-llama-cpp's internals the direct path needs, or what is missing. Checked by shape. */
 export function reachInternals(engine: Pick<Engine, 'llama' | 'model' | 'context' | 'sequence'>): Internals | string {
@@ -112,7 +123,7 @@ export function reachInternals(engine: Pick<Engine, 'llama' | 'model' | 'context
     newSampler: () => new SamplerClass(nativeModel),
     batchSize,
     contextSize: engine.context.contextSize,
-    oneCallStep: hasMethods(native, ['gpuShareDecodeStep']),
+    oneCallStep: hasMethods(native, ['gpuShareDecodeStep']) && engine.context.currentThreads <= ONE_CALL_MAX_THREADS,
   };
 }
 
