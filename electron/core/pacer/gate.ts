@@ -81,7 +81,8 @@ export function scheduleOf(peers: readonly AlivePeer[]): Schedule {
  * Through node-llama-cpp's batch queue that took 0.2–0.3 ms after a wait (`perf`, pacer/NOTES.md)
  * and the lead was 200 µs; the built-in engine now calls the binding's native context straight
  * (engines/builtin/steps.ts), whose part fell from ~210 to ~40 µs on a window's first step (with
- * the binding built here, one synchronous call: less again; the lead was not measured again). A lead
+ * the binding built here and one decode thread, one synchronous call: less again; the lead was not
+ * measured again). A lead
  * longer than the dispatch starts the step in the previous window's tail, and with a decode team on
  * every core that costs both engines at their barriers: through `serve`, two engines of two
  * threads each at 2:1 held 94–116 % of solo together with 50 µs (median 109.5 %, six runs) against
