@@ -12,7 +12,6 @@ import { fileURLToPath } from 'node:url';
 
 const root = resolve(fileURLToPath(new URL('..', import.meta.url)));
 export const STEP_SOURCE = join(root, 'native', 'llama-binding', 'decode-step.cpp');
-const MARK = '// gpu-share: one generated token';
 
 /** The insertions: file (under the addon folder), anchor, text put right after the anchor. */
 function insertions(stepSource) {
@@ -31,7 +30,8 @@ export function patchId(stepSource = readFileSync(STEP_SOURCE, 'utf8')) {
 
 /** The patched text of one file, or an Error naming the anchor that is missing or repeated. Pure. */
 export function patchText(file, text, stepSource) {
-  if (text.includes(MARK) || text.includes('GpuShareDecodeStep')) return text;
+  // Every insertion names the step: a file that has it is patched already.
+  if (text.includes('GpuShareDecodeStep')) return text;
   let out = text;
   for (const insertion of insertions(stepSource).filter((entry) => entry.file === file)) {
     const count = out.split(insertion.anchor).length - 1;

@@ -205,27 +205,31 @@ class DirectSteps implements TokenSteps {
     if (input.length === 1 && only !== undefined && this.internals.oneCallStep && this.lastTokenStepUs <= ONE_CALL_STEP_MAX_US) {
       // The last token's write goes out before this step holds the thread.
       await pendingTicks();
-      token = this.oneCallStep(only);
-      const now = monotonicUs();
+      token = this.oneCallStep(input, only);
+      let now = monotonicUs();
       this.lastTokenStepUs = now - started;
       if (now - this.lastTurnUs >= ONE_CALL_YIELD_US) {
         await eventLoopTurn();
-        this.lastTurnUs = monotonicUs();
+        now = monotonicUs();
+        this.lastTurnUs = now;
       }
+      this.lastStepEndUs = now;
     } else {
       token = await this.workerSteps(input);
-      if (input.length === 1) this.lastTokenStepUs = monotonicUs() - started;
-      this.lastTurnUs = monotonicUs();
+      const now = monotonicUs();
+      if (input.length === 1) this.lastTokenStepUs = now - started;
+      this.lastTurnUs = now;
+      this.lastStepEndUs = now;
     }
-    this.lastStepEndUs = monotonicUs();
     if (token === null) return null;
     if (token === -1) throw new Error('the sampler gave no token');
     this.pending = [token];
     return token;
   }
 
-  /** One token decoded, the next sampled, on this thread (gpu-share's call in the binding). */
-  private oneCallStep(token: Token): Token | -1 {
+  /** One token decoded, the next sampled, on this thread (gpu-share's call in the binding).
+   *  `input` is that one token as the pending list, recorded as it is (no array a token). */
+  private oneCallStep(input: readonly Token[], token: Token): Token | -1 {
     const { native, sequence } = this.internals;
     const position = sequence._nextTokenIndex;
     if (!this.batchReady) {
@@ -235,11 +239,11 @@ class DirectSteps implements TokenSteps {
     try {
       const next = native.gpuShareDecodeStep?.(sequence._sequenceId, position, token, this.sampler);
       if (next === undefined) throw new Error("the binding's gpuShareDecodeStep is gone");
-      this.recordDecoded([token]);
+      this.recordDecoded(input);
       return next;
     } catch (error) {
       // A sampler that failed after the decode: the token is in the cache, so it is recorded.
-      if (native.getSequenceKvCacheMaxPosition(sequence._sequenceId) >= position) this.recordDecoded([token]);
+      if (native.getSequenceKvCacheMaxPosition(sequence._sequenceId) >= position) this.recordDecoded(input);
       throw error;
     }
   }
