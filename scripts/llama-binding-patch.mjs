@@ -3,10 +3,12 @@
 // accept in one synchronous call (native/llama-binding/decode-step.cpp says why). Three insertions
 // at anchors in addon/AddonContext.{h,cpp}; an anchor that is not there exactly once (another
 // node-llama-cpp than the pinned one) fails the build with its name rather than patching blindly.
-// Applying it twice changes nothing. The engine uses the step when the loaded binding has it
+// Applying it twice changes nothing. A changed step goes into the files as shipped, which the first
+// patch keeps beside them: patched over the last patch, the build would compile the old step under
+// the new step's cache key. The engine uses the step when the loaded binding has it
 // (engines/builtin/steps.ts) and node-llama-cpp's own calls otherwise (its prebuilt binaries).
 import { createHash } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -42,14 +44,26 @@ export function patchText(file, text, stepSource) {
   return out;
 }
 
-/** Patches node-llama-cpp's addon folder in place. Throws naming what did not fit. */
+/** Beside each file it patches, the file as node-llama-cpp shipped it: a later patch (a changed step)
+ *  starts from it, not from the last one's output. */
+export const ORIGINAL_SUFFIX = '.gpu-share-orig';
+
+/** Patches node-llama-cpp's addon folder in place, from the shipped files (kept beside them the first
+ *  time). Throws naming what did not fit, or a file that holds an earlier patch without its original. */
 export function patchAddon(addonDir, stepSource = readFileSync(STEP_SOURCE, 'utf8')) {
   const results = ['AddonContext.h', 'AddonContext.cpp'].map((file) => {
     const path = join(addonDir, file);
-    const before = readFileSync(path, 'utf8');
-    return { path, before, after: patchText(file, before, stepSource) };
+    const original = `${path}${ORIGINAL_SUFFIX}`;
+    const current = readFileSync(path, 'utf8');
+    const hasOriginal = existsSync(original);
+    const shipped = hasOriginal ? readFileSync(original, 'utf8') : current;
+    if (!hasOriginal && shipped.includes('GpuShareDecodeStep')) return { path, after: new Error(`${path} holds an earlier gpu-share patch and not the file as shipped (${file}${ORIGINAL_SUFFIX}): reinstall node-llama-cpp (npm ci) and build again`) };
+    return { path, original, hasOriginal, shipped, current, after: patchText(file, shipped, stepSource) };
   });
   const failed = results.find((result) => result.after instanceof Error);
   if (failed !== undefined) throw failed.after;
-  for (const result of results) if (result.after !== result.before) writeFileSync(result.path, result.after);
+  for (const result of results) {
+    if (!result.hasOriginal) writeFileSync(result.original, result.shipped);
+    if (result.after !== result.current) writeFileSync(result.path, result.after);
+  }
 }

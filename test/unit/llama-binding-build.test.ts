@@ -1,10 +1,10 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { bindingCacheDir, folderName, KEPT, NODE_LLAMA_CPP, optionalSkip } from '../../scripts/llama-binding-build.mjs';
-import { patchId, patchText, STEP_SOURCE } from '../../scripts/llama-binding-patch.mjs';
+import { ORIGINAL_SUFFIX, patchAddon, patchId, patchText, STEP_SOURCE } from '../../scripts/llama-binding-patch.mjs';
 
 const SCRIPT = join(import.meta.dirname, '..', '..', 'scripts', 'llama-binding-build.mjs');
 
@@ -55,10 +55,12 @@ describe('llama-binding:build', () => {
 describe("llama-binding:build's patch (gpuShareDecodeStep)", () => {
   const addon = join(NODE_LLAMA_CPP, 'llama', 'addon');
   const step = readFileSync(STEP_SOURCE, 'utf8');
-  /** node-llama-cpp's file as shipped: the installed one, with our insertions taken out if a build here patched it. */
+  /** node-llama-cpp's file as shipped: the copy a build here kept beside it, or the installed one. */
   const shipped = (file: string): string => {
-    const text = readFileSync(join(addon, file), 'utf8');
-    return text.replace(`${step}\n`, '').replace('        Napi::Value GpuShareDecodeStep(const Napi::CallbackInfo& info);\n', '').replace('                InstanceMethod("gpuShareDecodeStep", &AddonContext::GpuShareDecodeStep),\n', '');
+    const original = join(addon, `${file}${ORIGINAL_SUFFIX}`);
+    const text = readFileSync(existsSync(original) ? original : join(addon, file), 'utf8');
+    expect(text, `${file} as shipped`).not.toContain('GpuShareDecodeStep');
+    return text;
   };
 
   it("fits the pinned node-llama-cpp's addon: declared, registered beside sampleToken, defined before the class's init", () => {
@@ -73,6 +75,32 @@ describe("llama-binding:build's patch (gpuShareDecodeStep)", () => {
     // Twice is once.
     expect(patchText('AddonContext.cpp', source, step)).toBe(source);
     expect(patchText('AddonContext.h', header, step)).toBe(header);
+  });
+
+  it('patches a changed step into the files as shipped (kept beside them), not into the last patch', () => {
+    const folder = mkdtempSync(join(tmpdir(), 'gpushare-addon-'));
+    try {
+      for (const file of ['AddonContext.h', 'AddonContext.cpp']) writeFileSync(join(folder, file), shipped(file));
+      const older = step.replace('gpu-share: one generated token', 'gpu-share (an earlier step): one generated token');
+      patchAddon(folder, older);
+      expect(readFileSync(join(folder, `AddonContext.cpp${ORIGINAL_SUFFIX}`), 'utf8')).toBe(shipped('AddonContext.cpp'));
+      expect(readFileSync(join(folder, 'AddonContext.cpp'), 'utf8')).toContain('an earlier step');
+      patchAddon(folder, step);
+      const source = readFileSync(join(folder, 'AddonContext.cpp'), 'utf8');
+      expect(source).not.toContain('an earlier step');
+      expect(source).toContain('gpu-share: one generated token');
+      expect(source.split('AddonContext::GpuShareDecodeStep(').length - 1).toBe(1);
+      expect(readFileSync(join(folder, 'AddonContext.h'), 'utf8').split('GpuShareDecodeStep').length - 1).toBe(1);
+      // Twice is once.
+      patchAddon(folder, step);
+      expect(readFileSync(join(folder, 'AddonContext.cpp'), 'utf8')).toBe(source);
+      // A patched file whose original is gone: said, and nothing written.
+      rmSync(join(folder, `AddonContext.cpp${ORIGINAL_SUFFIX}`));
+      expect(() => patchAddon(folder, older)).toThrow(/AddonContext\.cpp holds an earlier gpu-share patch and not the file as shipped .*npm ci/);
+      expect(readFileSync(join(folder, 'AddonContext.cpp'), 'utf8')).toBe(source);
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
   });
 
   it('names the anchor that another node-llama-cpp lacks, and patches nothing', () => {
