@@ -44,7 +44,8 @@ const PACING_USAGE = `usage: npm run bench:pacing -- [flags]
                            [--scenarios …] [--measure-s S] [--warm-s S] [--repeat N] [--cores E,H] [--resume-cost] [--json]
                            [--trace FILE: each run's per-window trace (≤ 10 s) and its analysis]
                            [--stop-method sigstop|cuda-lock: how gate stops an engine]
-  as a user runs them      --serve [--setups builtin,builtin-1,llama-server] [--measure-s S] [--warm-s S] [--repeat N] [--json]`;
+  as a user runs them      --serve [--setups builtin,builtin-1,llama-server] [--measure-s S] [--warm-s S] [--repeat N] [--json]
+                           [--trace DIR: the built-in engines' decode steps, and where their windows went]`;
 
 type Mode = 'free' | 'coop' | 'gate' | 'static' | 'builtin-free' | 'builtin';
 const MODES: Mode[] = ['free', 'coop', 'gate', 'static', 'builtin-free', 'builtin'];
@@ -665,11 +666,11 @@ async function main(): Promise<void> {
   }
   if (values.serve) {
     if (values.gpu || values['llama-server'] || values.builtin || values['resume-cost'] || values.engine !== undefined || values.modes !== undefined || values.scenarios !== undefined || values.cores !== undefined) {
-      console.error('--serve: runs on its own (with --setups, --measure-s, --warm-s, --repeat, --json), not with the pinned benchmarks\' flags');
+      console.error('--serve: runs on its own (with --setups, --measure-s, --warm-s, --repeat, --trace, --json), not with the pinned benchmarks\' flags');
       process.exit(2);
     }
     const { serveBenchMain } = await import('./pacing-serve.js');
-    process.exitCode = await serveBenchMain({ setups: values.setups, measureS: values['measure-s'] === undefined ? undefined : MEASURE_S, warmS, repeat, json: values.json }, join(ROOT, 'bench-results'));
+    process.exitCode = await serveBenchMain({ setups: values.setups, measureS: values['measure-s'] === undefined ? undefined : MEASURE_S, warmS, repeat, json: values.json, trace: values.trace }, join(ROOT, 'bench-results'));
     return;
   }
   if (values.engine !== undefined && !values.gpu && !values['llama-server']) {
@@ -677,7 +678,7 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   if (values.trace !== undefined && !values.gpu && !values['llama-server']) {
-    console.error('--trace: goes with --llama-server or --gpu (the gates it traces run there)');
+    console.error('--trace: goes with --llama-server, --gpu or --serve (the gates it traces run there)');
     process.exit(2);
   }
   if (values.gpu || values['llama-server']) {

@@ -10,9 +10,11 @@
  * The device is a simulated one with a key of this run's own (`--sim`), so that the registry is
  * not the machine's `cpu-0` that other runs may share; the engines decode on the CPU all the same.
  * Tokens are counted by the client: one per streamed piece, set right by each request's `usage`.
+ * With `--trace DIR` each built-in engine writes its decode steps there (pacer/trace.ts), and the
+ * run's row gains where each engine's windows went while both ran (step-trace.ts).
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ProfileStore } from '../../electron/core/engines/profiles.js';
@@ -23,6 +25,8 @@ import { startServe, type Served } from '../fixtures/serve.js';
 import { sseData } from '../fixtures/sse.js';
 import { LLAMA_MODELS, LLAMA_WARM_S, llamaBenchModel, treeCpuUs } from './pacing-llama.js';
 import { counterAt, median, round, textTable } from './pacing-stats.js';
+import { analyseSteps, readSteps, stepTraceTable, type StepTraceFindings } from './step-trace.js';
+import { PACER_TRACE_ENV } from '../../electron/core/pacer/trace.js';
 
 export type ServeSetup = 'builtin' | 'builtin-1' | 'llama-server';
 export const SERVE_SETUPS: readonly ServeSetup[] = ['builtin', 'builtin-1', 'llama-server'];
@@ -49,7 +53,9 @@ export interface ServeResult {
   /** CPU time of each engine's process tree while both stream, the weight-2 engine's over the
    *  other's (unpinned: what each used of the machine, not of one device). */
   cpu_ratio: number | null;
-  runs?: { solo_tokps: number; aggregate_pct_of_solo: number; ratio: number | null; cpu_ratio: number | null }[];
+  runs?: { solo_tokps: number; aggregate_pct_of_solo: number; ratio: number | null; cpu_ratio: number | null; steps?: StepTraceFindings[] }[];
+  /** With --trace, a built-in setup's steps while both ran (of this run; of each run under `runs`). */
+  steps?: StepTraceFindings[];
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -128,7 +134,7 @@ function rate(counter: readonly [number, number][], fromUs: number, toUs: number
 }
 
 /** One setup: serve, its two profiles, solo / together / solo. */
-async function runSetup(setup: ServeSetup, server: string | null, measureS: number, warmS: number, log: (line: string) => void): Promise<ServeResult> {
+async function runSetup(setup: ServeSetup, server: string | null, measureS: number, warmS: number, log: (line: string) => void, tracePrefix: string | null): Promise<ServeResult> {
   const helper = loadRegistryHelper();
   const wallUs = (): number => helper.wallUs();
   const config = LLAMA_MODELS.cpu;
@@ -149,7 +155,9 @@ async function runSetup(setup: ServeSetup, server: string | null, measureS: numb
       store.create({ id, name: id, capabilities: [id], engineKind: 'builtin', modelPath: model, contextSize: config.ctx, gpuLayers: 0, threads: setup === 'builtin-1' ? 1 : null, weight, priority: 'interactive' });
     }
   }
-  const served = await startServe({ dataDir, sim });
+  // The built-in hosts write their steps to `${tracePrefix}.PID` (serve passes its environment on).
+  const traced = tracePrefix !== null && setup !== 'llama-server';
+  const served = await startServe({ dataDir, sim, ...(traced ? { env: { [PACER_TRACE_ENV]: tracePrefix } } : {}) });
   const clients: Client[] = [];
   try {
     // Launch both on demand and warm them, one after the other, then let both go idle.
@@ -191,6 +199,8 @@ async function runSetup(setup: ServeSetup, server: string | null, measureS: numb
     const toUs = heavy.mark();
     light.counter.push([toUs, light.counter.at(-1)?.[1] ?? 0]);
     const cpuTo = [pidOf('w2'), pidOf('w1')].map(treeCpuUs);
+    // The schedule both followed, and each engine's slot in it, for the steps' windows.
+    const during = traced ? await appState() : null;
     await light.stop();
     // The light engine's slot goes idle (the activity window), then the heavy one alone again.
     await sleep(3_000);
@@ -210,6 +220,11 @@ async function runSetup(setup: ServeSetup, server: string | null, measureS: numb
       ratio: together[1] > 0 ? round(together[0] / together[1], 3) : null,
       cpu_ratio: (cpu[1] ?? 0) > 0 ? round((cpu[0] ?? 0) / (cpu[1] ?? 1), 3) : null,
     };
+    if (during !== null && tracePrefix !== null) {
+      await served.stop();
+      result.steps = tracedSteps(during, tracePrefix, fromUs, toUs);
+      log(stepTraceTable(result.steps).replace(/^/gm, '    '));
+    }
     log(`  ${SETUP_LABEL[setup].padEnd(27)} solo ${result.solo_tokps} tok/s (${result.solo_before_after_tokps.join(' → ')})  together ${result.together_tokps.join(' / ')} = ${result.aggregate_pct_of_solo} % of solo  split ${result.ratio ?? '—'} (CPU ${result.cpu_ratio ?? '—'})${result.threads === null ? '' : `  threads ${result.threads}`}`);
     return result;
   } finally {
@@ -224,16 +239,36 @@ async function runSetup(setup: ServeSetup, server: string | null, measureS: numb
   }
 }
 
+/** Both engines' steps from their trace files, against the schedule `state` showed while both ran. */
+function tracedSteps(state: AppState, prefix: string, fromUs: number, toUs: number): StepTraceFindings[] {
+  const schedule = state.devices.find((device) => device.schedule !== null)?.schedule;
+  if (schedule === undefined || schedule === null) throw new Error('--trace: no schedule while both engines ran');
+  return analyseSteps({
+    schedule,
+    fromUs,
+    toUs,
+    engines: ['w2', 'w1'].map((id) => {
+      const engine = state.engines.find((e) => e.profileId === id && e.state === 'running');
+      if (engine === undefined || engine.slot === null) throw new Error(`--trace: engine ${id} has no slot while both ran`);
+      const file = `${prefix}.${engine.pid}`;
+      if (!existsSync(file)) throw new Error(`--trace: engine ${id} wrote no steps (${file}; its log says why)`);
+      return { label: id, slot: engine.slot, steps: readSteps(file) };
+    }),
+  });
+}
+
 function medianOfRuns(runs: readonly ServeResult[]): ServeResult {
   const first = runs[0];
   if (first === undefined) throw new Error('no runs');
   if (runs.length === 1) return first;
+  // Each run's steps stay with it (under `runs`): they do not take a median.
+  const { steps: _firstRunSteps, ...firstWithoutSteps } = first;
   const m = (pick: (r: ServeResult) => number | null, digits: number): number | null => {
     const values = runs.map(pick).filter((x): x is number => x !== null);
     return values.length === 0 ? null : round(median(values), digits);
   };
   return {
-    ...first,
+    ...firstWithoutSteps,
     // A run may have missed the engine's threads line (its log tail had moved on): any run's will do.
     threads: runs.map((r) => r.threads).find((t) => t !== null && Number.isFinite(t)) ?? null,
     solo_tokps: m((r) => r.solo_tokps, 1) ?? 0,
@@ -242,7 +277,7 @@ function medianOfRuns(runs: readonly ServeResult[]): ServeResult {
     aggregate_pct_of_solo: m((r) => r.aggregate_pct_of_solo, 1) ?? 0,
     ratio: m((r) => r.ratio, 3),
     cpu_ratio: m((r) => r.cpu_ratio, 3),
-    runs: runs.map((r) => ({ solo_tokps: r.solo_tokps, aggregate_pct_of_solo: r.aggregate_pct_of_solo, ratio: r.ratio, cpu_ratio: r.cpu_ratio })),
+    runs: runs.map((r) => ({ solo_tokps: r.solo_tokps, aggregate_pct_of_solo: r.aggregate_pct_of_solo, ratio: r.ratio, cpu_ratio: r.cpu_ratio, ...(r.steps === undefined ? {} : { steps: r.steps }) })),
   };
 }
 
@@ -268,6 +303,8 @@ export interface ServeMainArgs {
   warmS?: number | undefined;
   repeat: number;
   json: boolean;
+  /** --trace: a folder for the built-in engines' step traces (made if missing). */
+  trace?: string | undefined;
 }
 
 /** `bench:pacing --serve`: the exit code (2, with one line, for a bad flag or a missing piece). */
@@ -287,6 +324,16 @@ export async function serveBenchMain(args: ServeMainArgs, outDir: string): Promi
     if (args.json) process.stderr.write(`${line}\n`);
     else console.log(line);
   };
+  if (args.trace !== undefined) {
+    try {
+      mkdirSync(args.trace, { recursive: true });
+    } catch (error) {
+      return fail(`--trace: cannot make ${args.trace} (${error instanceof Error ? error.message : String(error)})`);
+    }
+    // A host never writes over a trace (it creates its file afresh): a folder with one is refused here.
+    const earlier = readdirSync(args.trace).find((name) => /^(builtin|builtin-1)-run\d+\.\d+$/.test(name));
+    if (earlier !== undefined) return fail(`--trace: ${args.trace} already holds a trace (${earlier}); name an empty folder`);
+  }
   const measureS = args.measureS ?? SERVE_MEASURE_S;
   const warmS = args.warmS ?? LLAMA_WARM_S.cpu;
   const uptime = spawnSync('uptime', { encoding: 'utf8' }).stdout.trim();
@@ -298,7 +345,8 @@ export async function serveBenchMain(args: ServeMainArgs, outDir: string): Promi
   for (let run = 0; run < args.repeat; run++) {
     for (const setup of setups) {
       try {
-        byRun.set(setup, [...(byRun.get(setup) ?? []), await runSetup(setup, server, measureS, warmS, log)]);
+        const tracePrefix = args.trace === undefined ? null : join(args.trace, `${setup}-run${run + 1}`);
+        byRun.set(setup, [...(byRun.get(setup) ?? []), await runSetup(setup, server, measureS, warmS, log, tracePrefix)]);
       } catch (error) {
         log(`  ${setup}: failed: ${error instanceof Error ? error.message : String(error)}`);
       }

@@ -3,6 +3,8 @@
  * takes, and a bad flag refused with one line naming it (exit 2) before anything starts.
  */
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { backendOf, benchName, defaultLlamaModes, engineArgv, LLAMA_MODES, RESUME_MODES, stopPeerWeight } from '../bench/pacing-llama.js';
@@ -45,7 +47,8 @@ describe.skipIf(process.platform !== 'linux')('bench:pacing refuses a bad engine
     [['--llama-server', '--engine', 'builtin', '--modes', 'coop,warp'], '--modes: mode warp is not one the builtin engine runs (free, naive, gate, coop)'],
     [['--llama-server', '--engine', 'builtin', '--resume-cost', '--modes', 'gate'], '--modes: mode gate is not one the builtin engine runs in --resume-cost (coop, naive)'],
     [['--setups', 'builtin'], '--setups: goes with --serve'],
-    [['--serve', '--engine', 'builtin'], "--serve: runs on its own (with --setups, --measure-s, --warm-s, --repeat, --json), not with the pinned benchmarks' flags"],
+    [['--serve', '--engine', 'builtin'], "--serve: runs on its own (with --setups, --measure-s, --warm-s, --repeat, --trace, --json), not with the pinned benchmarks' flags"],
+    [['--trace', 'steps'], '--trace: goes with --llama-server, --gpu or --serve'],
     [['--llama-server', '--warm-s', 'soon'], '--warm-s: must be a number of seconds from 0 to 600 (got soon)'],
     [['--serve', '--warm-s=-1'], '--warm-s: must be a number of seconds from 0 to 600 (got -1)'],
     [['--quick', '--warm-s', '5'], '--warm-s: goes with --serve, --llama-server or --gpu (the real engines it warms)'],
@@ -59,6 +62,21 @@ describe.skipIf(process.platform !== 'linux')('bench:pacing refuses a bad engine
       expect(result.stderr).toContain(message);
     });
   }
+});
+
+describe.skipIf(process.platform !== 'linux')('bench:pacing --serve --trace', () => {
+  it('refuses a folder that already holds a trace (a host never writes over one) before anything starts', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gpushare-serve-trace-'));
+    try {
+      writeFileSync(join(dir, 'builtin-run1.4242'), '');
+      const result = spawnSync(process.execPath, [BENCH, '--serve', '--setups', 'builtin', '--trace', dir], { encoding: 'utf8', timeout: 60_000 });
+      expect(result.status).toBe(2);
+      expect(result.stderr.trim().split('\n')).toHaveLength(1);
+      expect(result.stderr).toContain(`--trace: ${dir} already holds a trace (builtin-run1.4242); name an empty folder`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe.skipIf(process.platform !== 'linux')('bench:pacing’s flags', () => {
