@@ -221,6 +221,8 @@ async function runSetup(setup: ServeSetup, server: string | null, measureS: numb
       cpu_ratio: (cpu[1] ?? 0) > 0 ? round((cpu[0] ?? 0) / (cpu[1] ?? 1), 3) : null,
     };
     if (during !== null && tracePrefix !== null) {
+      // The hosts write the rest of their steps as they exit.
+      for (const client of clients) await client.stop();
       await served.stop();
       result.steps = tracedSteps(during, tracePrefix, fromUs, toUs);
       log(stepTraceTable(result.steps).replace(/^/gm, '    '));
