@@ -11,7 +11,8 @@ import type { SpawnRequest } from '../core/engines/supervisor.js';
 export interface UtilityForkPlan {
   modulePath: string;
   args: string[];
-  /** V8 flags asked for before the script (`--max-old-space-size=N`): utilityProcess's execArgv. */
+  /** V8 flags asked for before the script (a heap limit, the young generation's size):
+   *  utilityProcess's execArgv. */
   execArgv: string[];
   env: Record<string, string>;
   /** The name in app metrics and `child-process-gone` reports. */
@@ -19,11 +20,12 @@ export interface UtilityForkPlan {
 }
 
 const SCRIPT_EXTENSIONS = new Set(['.js', '.mjs', '.cjs']);
-/** The only Node option a utility process is started with: a heap limit. */
-const V8_FLAG = /^--max-old-space-size=\d+$/;
+/** The only Node options a utility process is started with: a heap limit (the estimator) and the
+ *  young generation's size (the built-in engine host, BUILTIN_HOST_NODE_FLAGS). */
+const V8_FLAG = /^--max-(old|semi)-space-size=\d+$/;
 
 export function utilityForkPlan(request: SpawnRequest, nodePath: string, baseEnv: NodeJS.ProcessEnv): UtilityForkPlan | null {
-  // V8 flags before the script (a heap limit) go to the utility process's execArgv.
+  // V8 flags before the script go to the utility process's execArgv.
   const flagCount = request.args.findIndex((arg) => !V8_FLAG.test(arg));
   const execArgv = request.args.slice(0, Math.max(0, flagCount));
   const [script, ...args] = request.args.slice(execArgv.length);

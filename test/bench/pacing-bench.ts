@@ -34,7 +34,7 @@ import { segmentPath } from '../../electron/core/registry/segment.js';
 import { computeShares } from '../../electron/core/registry/shares.js';
 import { buildSchedule, stallBoundUs } from '../../electron/core/pacer/schedule.js';
 import { counterAt, gapsMs, median, rate, recoveredAtUs, releaseS, round, summary, textTable, wakeMs } from './pacing-stats.js';
-import { builtinHostEnv } from '../../electron/core/engines/builtin/defaults.js';
+import { BUILTIN_HOST_NODE_FLAGS, builtinHostEnv } from '../../electron/core/engines/builtin/defaults.js';
 import { BUILTIN_HOST, BURN_ENGINE, CLI, ROOT, predictedTokens, readBurnOutput, type BurnOutput as BurnOutputFile } from '../fixtures/procs.js';
 
 const PACING_USAGE = `usage: npm run bench:pacing -- [flags]
@@ -302,7 +302,7 @@ interface BuiltinHost {
 async function startBuiltinHosts(scenario: Scenario, gpuKeys: string[]): Promise<BuiltinHost[]> {
   const processes = scenario.engines.map((spec, index) => {
     const threads = 1;
-    const [command, ...args] = taskset(0, [process.execPath, BUILTIN_HOST, '--model', builtinModel, '--ctx', '2048', '--gpu-layers', '0', '--threads', String(threads), '--port', '0', '--gpu-key', gpuKeys[index] ?? '', '--weight', String(spec.weight), '--name', `e${index}`]);
+    const [command, ...args] = taskset(0, [process.execPath, ...BUILTIN_HOST_NODE_FLAGS, BUILTIN_HOST, '--model', builtinModel, '--ctx', '2048', '--gpu-layers', '0', '--threads', String(threads), '--port', '0', '--gpu-key', gpuKeys[index] ?? '', '--weight', String(spec.weight), '--name', `e${index}`]);
     return spawn(command ?? 'taskset', args, { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...builtinHostEnv(threads) } });
   });
   try {

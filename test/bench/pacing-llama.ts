@@ -34,7 +34,7 @@ import { buildSchedule, ownerAt, stallBoundUs, usUntilWindowEnd, type Schedule }
 import { writeGguf, type GgufSpec } from '../fixtures/gguf.js';
 import { LLAMA_SERVER_HINT, findLlamaServer, freePort, llamaServerArgs, nvidiaSmiListsGpu, streamCompletion, waitHealthy, type LlamaServerArgs } from '../fixtures/llama-server.js';
 import { BUILTIN_HOST, CLI, ROOT, predictedTokens } from '../fixtures/procs.js';
-import { builtinHostEnv } from '../../electron/core/engines/builtin/defaults.js';
+import { BUILTIN_HOST_NODE_FLAGS, builtinHostEnv } from '../../electron/core/engines/builtin/defaults.js';
 import { PACER_TRACE_ENV, parseGateTrace, type GateTraceEvent } from '../../electron/core/pacer/trace.js';
 import { STOP_METHODS, type StopMethod } from '../../electron/core/pacer/stop-method.js';
 import { TRACE_MAX_S, analyseTrace, type PacingTrace, type TraceFindings } from './pacing-trace.js';
@@ -250,7 +250,7 @@ interface CoopPeer {
 export function engineArgv(kind: LlamaEngineKind, server: string, args: LlamaServerArgs, peer: CoopPeer | null): string[] {
   if (kind === 'llama-server') return [server, ...llamaServerArgs(args)];
   const registry = peer === null ? [] : ['--gpu-key', peer.gpuKey, '--weight', String(peer.weight), '--name', peer.name];
-  return [process.execPath, BUILTIN_HOST, '--model', args.model, '--ctx', String(args.ctx), '--gpu-layers', args.gpuLayers === 0 ? '0' : 'max', '--threads', String(args.threads), '--port', String(args.port), ...registry];
+  return [process.execPath, ...BUILTIN_HOST_NODE_FLAGS, BUILTIN_HOST, '--model', args.model, '--ctx', String(args.ctx), '--gpu-layers', args.gpuLayers === 0 ? '0' : 'max', '--threads', String(args.threads), '--port', String(args.port), ...registry];
 }
 
 /** The backend in the built-in engine's "model loaded" line (`…, gpu cuda, …`); null in any other line. */

@@ -16,8 +16,8 @@ const args = { model: '/m.gguf', port: 8123, ctx: 1024, threads: 1, gpuLayers: 0
 describe('the real-engine benchmark’s engines', () => {
   it('runs the built-in engine with the llama-server’s model, context, threads and offload, joining the registry only in coop', () => {
     expect(engineArgv('llama-server', '/bin/llama-server', args, null)).toEqual(['/bin/llama-server', '-m', '/m.gguf', '--host', '127.0.0.1', '--port', '8123', '-c', '1024', '-np', '1', '-t', '1', '-tb', '1', '-ngl', '0', '--metrics', '--no-warmup']);
-    expect(engineArgv('builtin', '', args, null)).toEqual([process.execPath, BUILTIN_HOST, '--model', '/m.gguf', '--ctx', '1024', '--gpu-layers', '0', '--threads', '1', '--port', '8123']);
-    expect(engineArgv('builtin', '', { ...args, gpuLayers: 999, threads: 4 }, { gpuKey: 'k', weight: 2, name: 'e0' }).slice(2)).toEqual(['--model', '/m.gguf', '--ctx', '1024', '--gpu-layers', 'max', '--threads', '4', '--port', '8123', '--gpu-key', 'k', '--weight', '2', '--name', 'e0']);
+    expect(engineArgv('builtin', '', args, null)).toEqual([process.execPath, '--max-semi-space-size=1', BUILTIN_HOST, '--model', '/m.gguf', '--ctx', '1024', '--gpu-layers', '0', '--threads', '1', '--port', '8123']);
+    expect(engineArgv('builtin', '', { ...args, gpuLayers: 999, threads: 4 }, { gpuKey: 'k', weight: 2, name: 'e0' }).slice(3)).toEqual(['--model', '/m.gguf', '--ctx', '1024', '--gpu-layers', 'max', '--threads', '4', '--port', '8123', '--gpu-key', 'k', '--weight', '2', '--name', 'e0']);
   });
 
   it('offers coop to the built-in engine only, and on the GPU runs what fits the check part', () => {

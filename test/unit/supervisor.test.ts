@@ -79,7 +79,8 @@ describe('supervisor (recorded processes)', () => {
     await Promise.resolve();
     const host = spawned[0];
     if (!host) throw new Error('nothing spawned');
-    expect(host.request.args.slice(0, 3)).toEqual(['host.js', '--model', '/m/tiny.gguf']);
+    // V8's young generation kept small (BUILTIN_HOST_NODE_FLAGS), then the host and its flags.
+    expect(host.request.args.slice(0, 4)).toEqual(['--max-semi-space-size=1', 'host.js', '--model', '/m/tiny.gguf']);
     for (const pct of [0, 40, 30, 100]) host.say('stdout', JSON.stringify({ event: 'progress', pct }));
     host.say('stdout', 'not a protocol line');
     host.say('stdout', JSON.stringify({ event: 'ready', port: 41234, slot: 2 }));

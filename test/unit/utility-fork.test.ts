@@ -1,10 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { spawn, execFileSync } from 'node:child_process';
 import { descendantsOf, parseProcessTable, utilityForkPlan } from '../../electron/shell/utility-fork.js';
+import { commandFor, type LaunchSpec } from '../../electron/core/engines/supervisor.js';
 
 const APP = '/opt/GPU Share/gpu-share';
 const HOST = '/opt/GPU Share/resources/app.asar/dist/electron/core/engines/builtin/engine-host.js';
 const CLI = '/opt/GPU Share/resources/app.asar/dist/electron/cli.js';
+const builtinSpec: LaunchSpec = { profileId: 'q', name: 'qwen-chat', kind: 'builtin', capability: 'chat', modelPath: '/m/q.gguf', modelKey: 'k', contextSize: 256, gpuLayers: 0, threads: null, weight: 1, priority: 'interactive', pinned: false, command: null, args: [], env: {}, peakBytes: 1024 ** 3, peakSource: 'ESTIMATED' };
 
 describe('which engines start as utility processes', () => {
   it('forks the built-in engine host: the script is the module, the rest its arguments', () => {
@@ -31,6 +33,14 @@ describe('which engines start as utility processes', () => {
     expect(plan?.modulePath).toBe('/app/estimate-host.js');
     expect(plan?.args).toEqual(['--serve']);
     expect(utilityForkPlan({ command: APP, args: ['--inspect', '/app/estimate-host.js'], env: {} }, APP, {})).toBeNull();
+  });
+
+  it("starts the built-in engine host with the supervisor's V8 flags as execArgv", () => {
+    const request = commandFor(builtinSpec, { launchers: { nodePath: APP, cliPath: CLI, builtinHostPath: HOST }, gpuKey: 'cpu-0' });
+    const plan = utilityForkPlan(request, APP, {});
+    expect(plan?.execArgv).toEqual(['--max-semi-space-size=1']);
+    expect(plan?.modulePath).toBe(HOST);
+    expect(plan?.args.slice(0, 2)).toEqual(['--model', '/m/q.gguf']);
   });
 
   it('leaves other executables, and a node without a script, to an ordinary spawn', () => {

@@ -33,7 +33,7 @@ import { pinningFor } from './device-pinning.js';
 import type { VulkanMatch } from './vulkan-match.js';
 import { LLAMA_SERVER_DEFAULT_PORT, declaredPortOf } from '../pacer/server-activity.js';
 import { CRASH_LOOP_POLICY, crashHold, describeCrashHold, recentCrashes, type CrashHold, type CrashLoopPolicy, type CrashRecord } from './crash-loop.js';
-import { builtinHostEnv } from './builtin/defaults.js';
+import { BUILTIN_HOST_NODE_FLAGS, builtinHostEnv } from './builtin/defaults.js';
 
 export type { EngineKind };
 
@@ -252,7 +252,7 @@ export function commandFor(spec: LaunchSpec, deps: Pick<SupervisorDeps, 'launche
       const args = [builtinHostPath, '--model', spec.modelPath, '--ctx', String(spec.contextSize), '--gpu-layers', String(spec.gpuLayers), '--port', '0', '--gpu-key', gpuKey, '--weight', String(spec.weight), '--name', spec.name, '--alias', spec.name];
       if (spec.threads !== null) args.push('--threads', String(spec.threads));
       const hostEnv = { ...builtinHostEnv(spec.threads), ...env };
-      return { command: nodePath, args: [...args, ...spec.args], env: secret === null ? hostEnv : { ...hostEnv, [ENGINE_SECRET_ENV]: secret } };
+      return { command: nodePath, args: [...BUILTIN_HOST_NODE_FLAGS, ...args, ...spec.args], env: secret === null ? hostEnv : { ...hostEnv, [ENGINE_SECRET_ENV]: secret } };
     }
     case 'llama-server': {
       // Its /metrics (with in-flight requests) tells activity; CPU time when it does not answer.

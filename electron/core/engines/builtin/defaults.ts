@@ -84,6 +84,18 @@ export function bindingKeepsThreads(systemInfo: string): boolean {
 const HOST_ENV: Readonly<Record<string, string>> = { UV_THREADPOOL_SIZE: '1', GOMP_SPINCOUNT: '10000' };
 const HOST_ENV_BOUND: Readonly<Record<string, string>> = { ...HOST_ENV, OMP_PROC_BIND: 'close', OMP_PLACES: 'cores' };
 
+/**
+ * Node's flags for the built-in engine host: V8's young generation kept at 1 MB. Every token
+ * allocates (its text, its event, the promises of its step) in the young generation, which V8
+ * grows up to 16 MB for a process that allocates that fast: the engine's JavaScript then works on
+ * memory that no cache holds when a paced window starts, after the other engine's window has
+ * streamed its weights through the caches, and the engine with the shorter window pays that more
+ * often per token. Through `serve` at 2:1, alternated with the flag and without (load 1.9–3.0):
+ * 1.999 / 1.966 / 1.999 / 1.963 / 2.095 : 1 against 2.232 / 2.055 / 1.997 / 2.068, solo and
+ * together unchanged within the runs' spread (pacer NOTES.md, "The young generation").
+ */
+export const BUILTIN_HOST_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1'];
+
 /** The host's environment for an engine of `threads` decode threads (null: its default) on
  *  `platform`. One thread has no team to keep together: there the pool stays libuv's, which
  *  measured 2.04–2.08 : 1 in the pinned 2:1 benchmark against 2.07–2.14 with one pool thread,
