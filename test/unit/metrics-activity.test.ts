@@ -54,7 +54,7 @@ describe('commandFor', () => {
   });
 
   it('starts the built-in host itself (it paces itself) and an opencoti llamafile with its weight', () => {
-    expect(commandFor({ ...spec, kind: 'builtin', args: [], threads: 1 }, deps).args).toEqual(['/host.js', '--model', '/m/qwen.gguf', '--ctx', '8192', '--gpu-layers', '99', '--port', '0', '--gpu-key', 'GPU-1', '--weight', '3', '--name', 'qwen chat', '--alias', 'qwen chat', '--threads', '1']);
+    expect(commandFor({ ...spec, kind: 'builtin', args: [], threads: 1 }, deps).args).toEqual(['--max-semi-space-size=1', '/host.js', '--model', '/m/qwen.gguf', '--ctx', '8192', '--gpu-layers', '99', '--port', '0', '--gpu-key', 'GPU-1', '--weight', '3', '--name', 'qwen chat', '--alias', 'qwen chat', '--threads', '1']);
     const llamafile = commandFor({ ...spec, kind: 'opencoti-llamafile', command: '/bin/qwen.llamafile', args: [] }, deps);
     expect(llamafile.command).toBe('/bin/qwen.llamafile');
     expect(llamafile.args).toContain('--gpu-share-weight');
