@@ -99,6 +99,16 @@ const ENV_WRITER = "require('node:fs').writeFileSync(process.argv[1], JSON.strin
 
 /** Its profile: a command profile is the local user's to make, so it is written before serve
  *  starts (over HTTP it would be refused). */
+/** The environment an engine wrote to `file`; null until it is there whole (the engine may be
+ *  caught mid-write: a file that does not parse yet is read again). */
+function writtenEnv(file: string): Record<string, string> | null {
+  try {
+    return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Record<string, string>) : null;
+  } catch {
+    return null;
+  }
+}
+
 const envWriter = (id: string): object => ({ id, name: id, capabilities: ['env'], engineKind: 'command', command: process.execPath, args: ['-e', ENV_WRITER, join(dir, `${id}.env.json`)], contextSize: 256, priority: 'background' });
 
 async function launchEnvWriter(served: Served, id: string, gpuKey: string): Promise<{ env: Record<string, string>; engineId: string }> {
@@ -106,14 +116,7 @@ async function launchEnvWriter(served: Served, id: string, gpuKey: string): Prom
   const launched = await call<LaunchOutcome>(served, 'POST', '/api/engines', { profileId: id, gpuKey });
   expect(launched.status, JSON.stringify(launched.body)).toBe(202);
   const engineId = launched.body.engine?.id ?? '';
-  // The engine may be caught mid-write: a file that does not parse yet is read again.
-  const env = await until(() => {
-    try {
-      return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Record<string, string>) : null;
-    } catch {
-      return null;
-    }
-  }, 20_000, `${id} writing its environment`);
+  const env = await until(() => writtenEnv(file), 20_000, `${id} writing its environment`);
   return { env, engineId };
 }
 
@@ -149,7 +152,7 @@ describe('serve pins each engine to its GPU\'s index in Vulkan\'s order', () => 
     const stderr: string[] = [];
     createInterface({ input: child.stderr }).on('line', (line) => stderr.push(line));
     try {
-      const written = await until(() => (existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Record<string, string>) : null), 20_000, 'env-b writing its environment');
+      const written = await until(() => writtenEnv(file), 20_000, 'env-b writing its environment');
       expect(written['CUDA_VISIBLE_DEVICES']).toBe(UUIDS[1]);
       expect(written['GGML_VK_VISIBLE_DEVICES']).toBe('1');
       expect(stderr.join('\n')).toContain('a Vulkan build through GGML_VK_VISIBLE_DEVICES=1 (Vulkan device 1, matched by its PCI bus id and name)');
