@@ -34,8 +34,8 @@ import { segmentPath } from '../../electron/core/registry/segment.js';
 import { computeShares } from '../../electron/core/registry/shares.js';
 import { buildSchedule, stallBoundUs } from '../../electron/core/pacer/schedule.js';
 import { counterAt, gapsMs, median, rate, recoveredAtUs, releaseS, round, summary, textTable, wakeMs } from './pacing-stats.js';
-import { BUILTIN_HOST_NODE_FLAGS, builtinHostEnv } from '../../electron/core/engines/builtin/defaults.js';
-import { BUILTIN_HOST, BURN_ENGINE, CLI, ROOT, predictedTokens, readBurnOutput, type BurnOutput as BurnOutputFile } from '../fixtures/procs.js';
+import { builtinHostEnv } from '../../electron/core/engines/builtin/defaults.js';
+import { BURN_ENGINE, CLI, ROOT, predictedTokens, readBurnOutput, type BurnOutput as BurnOutputFile } from '../fixtures/procs.js';
 
 const PACING_USAGE = `usage: npm run bench:pacing -- [flags]
   burn engines (default)   [--quick] [--builtin] [--modes free,coop,gate,static,builtin-free,builtin]
@@ -300,9 +300,12 @@ interface BuiltinHost {
  * 2 s), so that the scenario starts from warm, idle engines, as an engine a user has been using is.
  */
 async function startBuiltinHosts(scenario: Scenario, gpuKeys: string[]): Promise<BuiltinHost[]> {
+  // The host's command line as the real-engine benchmark builds it (its Node flags included).
+  const { engineArgv } = await import('./pacing-llama.js');
   const processes = scenario.engines.map((spec, index) => {
     const threads = 1;
-    const [command, ...args] = taskset(0, [process.execPath, ...BUILTIN_HOST_NODE_FLAGS, BUILTIN_HOST, '--model', builtinModel, '--ctx', '2048', '--gpu-layers', '0', '--threads', String(threads), '--port', '0', '--gpu-key', gpuKeys[index] ?? '', '--weight', String(spec.weight), '--name', `e${index}`]);
+    const argv = engineArgv('builtin', '', { model: builtinModel, port: 0, ctx: 2048, threads, gpuLayers: 0 }, { gpuKey: gpuKeys[index] ?? '', weight: spec.weight, name: `e${index}` });
+    const [command, ...args] = taskset(0, argv);
     return spawn(command ?? 'taskset', args, { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...builtinHostEnv(threads) } });
   });
   try {

@@ -11,6 +11,7 @@
  * - steps of 20 ms or more (a last step held off its cores through the whole next window).
  */
 import { readFileSync } from 'node:fs';
+import { parseGateTrace } from '../../electron/core/pacer/trace.js';
 import { windowsOf, type TraceSchedule } from './pacing-trace.js';
 import { round, textTable } from './pacing-stats.js';
 
@@ -126,17 +127,17 @@ export function analyseSteps(input: StepTraceInput): StepTraceFindings[] {
       const firstSix = steps.slice(0, FIRST_STEPS).reduce((sum, [, us]) => sum + us, 0);
       (theirs !== undefined && theirs[0] + theirs[1] - first[0] >= OVERLAP_US ? overlapped : clean).push(firstSix);
     }
-    const ms = (us: number | null): number | null => (us === null ? null : round(us / 1000, 2));
-    const us = (value: number | null): number | null => (value === null ? null : round(value, 0));
+    const toMs = (value: number | null): number | null => (value === null ? null : round(value / 1000, 2));
+    const wholeUs = (value: number | null): number | null => (value === null ? null : round(value, 0));
     return {
       label: engine.label,
       slot: engine.slot,
       windowMs: round((own?.lengthUs ?? 0) / 1000, 1),
       windows: windows.length,
       stepsPerWindow: round(mean(windows.map((w) => w.steps.length)) ?? 0, 1),
-      byPlaceUs: { first: us(mean(places[0] ?? [])), secondToSixth: us(mean(places[1] ?? [])), seventhTo21st: us(mean(places[2] ?? [])), later: us(mean(places[3] ?? [])) },
-      gapUs: us(mean(gaps)),
-      overlappedStarts: { windows: overlapped.length, pct: windows.length === 0 ? 0 : round((overlapped.length / windows.length) * 100, 1), firstSixMs: ms(mean(overlapped)), cleanFirstSixMs: ms(mean(clean)) },
+      byPlaceUs: { first: wholeUs(mean(places[0] ?? [])), secondToSixth: wholeUs(mean(places[1] ?? [])), seventhTo21st: wholeUs(mean(places[2] ?? [])), later: wholeUs(mean(places[3] ?? [])) },
+      gapUs: wholeUs(mean(gaps)),
+      overlappedStarts: { windows: overlapped.length, pct: windows.length === 0 ? 0 : round((overlapped.length / windows.length) * 100, 1), firstSixMs: toMs(mean(overlapped)), cleanFirstSixMs: toMs(mean(clean)) },
       longSteps: long,
       heldSteps: held,
       heldMs: round(heldUs / 1000, 1),
@@ -165,18 +166,10 @@ export function stepTraceTable(findings: readonly StepTraceFindings[]): string {
   return textTable(header, rows);
 }
 
-/** The steps of one host's trace file (pacer/trace.ts's `step` lines), in order; other lines and a
- *  torn last line are skipped. */
+/** The steps of one host's trace file (pacer/trace.ts's `step` events, read by its own parser), in
+ *  order; other events and a torn last line are left out. */
 export function readSteps(path: string): Step[] {
   const steps: Step[] = [];
-  for (const line of readFileSync(path, 'utf8').split('\n')) {
-    if (!line.startsWith('{"k":"step"')) continue;
-    try {
-      const event = JSON.parse(line) as { t?: unknown; us?: unknown };
-      if (typeof event.t === 'number' && typeof event.us === 'number') steps.push([event.t, event.us]);
-    } catch {
-      // the last line of a host that was killed mid-write
-    }
-  }
+  for (const event of parseGateTrace(readFileSync(path, 'utf8')).events) if (event.k === 'step' && typeof event.us === 'number') steps.push([event.t, event.us]);
   return steps;
 }
