@@ -21,7 +21,7 @@ import {
   usageOf,
   type ResponseMeta,
 } from '../../electron/core/engines/builtin/openai-api.js';
-import { bindingKeepsThreads, builtinHostEnv, defaultFlashAttention, defaultThreads } from '../../electron/core/engines/builtin/defaults.js';
+import { HUGE_PAGE_TUNABLE, bindingKeepsThreads, builtinHostEnv, defaultFlashAttention, defaultThreads, hostTunables } from '../../electron/core/engines/builtin/defaults.js';
 import { parseHostArgs } from '../../electron/core/engines/builtin/engine-host.js';
 import { allowedHosts } from '../../electron/core/api/http.js';
 import { buildPropsBlock, type GpuPeersView } from '../../electron/core/registry/view.js';
@@ -400,14 +400,25 @@ describe('builtin engine: default threads', () => {
 
   it('runs the host with one libuv pool thread (every decode from one thread), OpenMP threads that sleep soon after a window and, on Linux at the default threads, each on its own core', () => {
     const everywhere = { UV_THREADPOOL_SIZE: '1', GOMP_SPINCOUNT: '10000' };
-    expect(builtinHostEnv(null, 'win32')).toEqual(everywhere);
-    expect(builtinHostEnv(4, 'darwin')).toEqual(everywhere);
-    expect(builtinHostEnv(null, 'linux')).toEqual({ ...everywhere, OMP_PROC_BIND: 'close', OMP_PLACES: 'cores' });
+    const pages = { GLIBC_TUNABLES: 'glibc.malloc.hugetlb=1' };
+    expect(builtinHostEnv(null, 'win32', {})).toEqual(everywhere);
+    expect(builtinHostEnv(4, 'darwin', {})).toEqual(everywhere);
+    expect(builtinHostEnv(null, 'linux', {})).toEqual({ ...everywhere, OMP_PROC_BIND: 'close', OMP_PLACES: 'cores', ...pages });
     // Threads a profile set stay unbound: every such engine would be bound to the same first cores.
-    expect(builtinHostEnv(2, 'linux')).toEqual(everywhere);
-    // One thread has no team to keep together: libuv's pool as it is, nothing bound.
-    expect(builtinHostEnv(1, 'linux')).toEqual({});
-    expect(builtinHostEnv(1, 'win32')).toEqual({});
+    expect(builtinHostEnv(2, 'linux', {})).toEqual({ ...everywhere, ...pages });
+    // One thread has no team to keep together: libuv's pool as it is, nothing bound; huge pages all the same.
+    expect(builtinHostEnv(1, 'linux', {})).toEqual(pages);
+    expect(builtinHostEnv(1, 'win32', {})).toEqual({});
+  });
+
+  it("asks glibc's malloc for huge pages on Linux, after whatever tunables the host would inherit, and leaves an inherited huge-page choice alone", () => {
+    expect(hostTunables(undefined)).toBe(HUGE_PAGE_TUNABLE);
+    expect(hostTunables('')).toBe(HUGE_PAGE_TUNABLE);
+    expect(hostTunables('glibc.malloc.arena_max=2')).toBe('glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1');
+    expect(hostTunables('glibc.malloc.hugetlb=0')).toBe('glibc.malloc.hugetlb=0');
+    expect(hostTunables('glibc.malloc.arena_max=2:glibc.malloc.hugetlb=2')).toBe('glibc.malloc.arena_max=2:glibc.malloc.hugetlb=2');
+    expect(builtinHostEnv(null, 'linux', { GLIBC_TUNABLES: 'glibc.malloc.arena_max=2' })['GLIBC_TUNABLES']).toBe('glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1');
+    expect(builtinHostEnv(null, 'darwin', { GLIBC_TUNABLES: 'glibc.malloc.arena_max=2' })['GLIBC_TUNABLES']).toBeUndefined();
   });
 });
 

@@ -93,7 +93,7 @@ describe('pinning an engine to its device through its environment', () => {
     expect(commandFor({ ...base, kind: 'builtin', command: null, gpuKey: 'cpu-0' }, deps).env).toEqual({ KEEP: '1', ...builtinHostEnv(null) });
     expect(builtinHostEnv(null)).toMatchObject({ UV_THREADPOOL_SIZE: '1' });
     expect(commandFor({ ...base, kind: 'builtin', command: null, env: { UV_THREADPOOL_SIZE: '4' } }, deps).env['UV_THREADPOOL_SIZE']).toBe('4');
-    expect(commandFor({ ...base, kind: 'builtin', command: null, gpuKey: 'cpu-0', threads: 1 }, deps).env).toEqual({ KEEP: '1' });
+    expect(commandFor({ ...base, kind: 'builtin', command: null, gpuKey: 'cpu-0', threads: 1 }, deps).env).toEqual({ KEEP: '1', ...builtinHostEnv(1) });
     // Where the spec's device is in Vulkan's order, when it was looked up.
     expect(commandFor({ ...base, vulkan: { index: 2, via: 'pci-bus-id' } }, deps).env[VULKAN_DEVICES_ENV]).toBe('2');
     expect(commandFor(base, deps).env[VULKAN_DEVICES_ENV]).toBeUndefined();

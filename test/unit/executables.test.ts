@@ -144,7 +144,7 @@ describe('what runs is never chosen over HTTP', () => {
   });
 
   it('refuses loader environment that is added or changed, not what was there', () => {
-    for (const name of ['LD_PRELOAD', 'LD_LIBRARY_PATH', 'DYLD_INSERT_LIBRARIES', 'NODE_OPTIONS', 'PATH', 'ld_preload']) expect(loaderEnvName(name), name).toBe(true);
+    for (const name of ['LD_PRELOAD', 'LD_LIBRARY_PATH', 'DYLD_INSERT_LIBRARIES', 'NODE_OPTIONS', 'PATH', 'ld_preload', 'GLIBC_TUNABLES']) expect(loaderEnvName(name), name).toBe(true);
     for (const name of ['CUDA_VISIBLE_DEVICES', 'HF_HOME', 'LLAMA_ARG_CTX_SIZE']) expect(loaderEnvName(name), name).toBe(false);
     expect(remoteProfileProblem(null, base({ env: { LD_PRELOAD: '/tmp/x.so' } }), known)?.field).toBe('env');
     const withPath = base({ env: { LD_LIBRARY_PATH: '/opt/cuda/lib' } });

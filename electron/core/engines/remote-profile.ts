@@ -13,10 +13,11 @@
 import type { Profile } from './profiles.js';
 
 /** Environment variables that change what a process (or the dynamic loader, or the Node process
- *  that paces an engine) loads and runs. */
+ *  that paces an engine) loads and runs. GLIBC_TUNABLES sets the loader's own tunables too
+ *  (glibc.rtld.*), and its parser has been an attack surface of its own. */
 export function loaderEnvName(name: string): boolean {
   const upper = name.toUpperCase();
-  return upper.startsWith('LD_') || upper.startsWith('DYLD_') || upper === 'NODE_OPTIONS' || upper === 'NODE_PATH' || upper === 'PATH';
+  return upper.startsWith('LD_') || upper.startsWith('DYLD_') || upper === 'NODE_OPTIONS' || upper === 'NODE_PATH' || upper === 'PATH' || upper === 'GLIBC_TUNABLES';
 }
 
 /** llama.cpp's arguments that make an engine write a file the argument names (its log, saved

@@ -96,13 +96,35 @@ const HOST_ENV_BOUND: Readonly<Record<string, string>> = { ...HOST_ENV, OMP_PROC
  */
 export const BUILTIN_HOST_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1'];
 
+/**
+ * glibc's tunable that has its malloc ask for transparent huge pages (madvise MADV_HUGEPAGE) for
+ * the memory it maps: llama.cpp's CPU buffers (the KV cache, the graph's work buffers) come from
+ * it. Most distributions leave transparent huge pages to `madvise`, which nothing else here asks
+ * for, so without it every 4 KB page of those buffers is a TLB entry the other engine's window
+ * has evicted when ours starts. Through `serve` at 2:1, alternated, one run each (load 1.0–1.5):
+ * 2.022 / 2.091 / 2.061 / 1.962 / 2.040 / 2.086 / 2.150 : 1 against 2.148 / 2.045 / 2.136 /
+ * 2.090 / 2.078 / 2.184 / 2.145, closer to 2 in five of the seven pairs, means 2.059 against
+ * 2.118 (pacer NOTES.md, "Huge pages"). A glibc without the tunable (before 2.35), or another C
+ * library, ignores it.
+ */
+export const HUGE_PAGE_TUNABLE = 'glibc.malloc.hugetlb=1';
+
+/** GLIBC_TUNABLES for the host given what it would inherit: ours appended (tunables are `:`
+ *  separated); the inherited value as it is when it already says how malloc uses huge pages. Pure. */
+export function hostTunables(inherited: string | undefined): string {
+  if (inherited === undefined || inherited.trim() === '') return HUGE_PAGE_TUNABLE;
+  if (inherited.split(':').some((tunable) => tunable.trim().startsWith('glibc.malloc.hugetlb='))) return inherited;
+  return `${inherited}:${HUGE_PAGE_TUNABLE}`;
+}
+
 /** The host's environment for an engine of `threads` decode threads (null: its default) on
- *  `platform`. One thread has no team to keep together: there the pool stays libuv's, which
- *  measured 2.04–2.08 : 1 in the pinned 2:1 benchmark against 2.07–2.14 with one pool thread,
- *  alternated, same session. */
-export function builtinHostEnv(threads: number | null, platform: NodeJS.Platform = process.platform): Readonly<Record<string, string>> {
-  if (threads === 1) return {};
-  return threads === null && platform === 'linux' ? HOST_ENV_BOUND : HOST_ENV;
+ *  `platform`, under the environment it would otherwise inherit. One thread has no team to keep
+ *  together: there the pool stays libuv's, which measured 2.04–2.08 : 1 in the pinned 2:1
+ *  benchmark against 2.07–2.14 with one pool thread, alternated, same session. */
+export function builtinHostEnv(threads: number | null, platform: NodeJS.Platform = process.platform, inherited: NodeJS.ProcessEnv = process.env): Readonly<Record<string, string>> {
+  const pages: Record<string, string> = platform === 'linux' ? { GLIBC_TUNABLES: hostTunables(inherited['GLIBC_TUNABLES']) } : {};
+  if (threads === 1) return pages;
+  return { ...(threads === null && platform === 'linux' ? HOST_ENV_BOUND : HOST_ENV), ...pages };
 }
 
 /** node-llama-cpp's `flashAttention` for a context: false (off) while attention runs on the CPU,
