@@ -24,6 +24,7 @@ import { findLlamaServer, freePort } from '../fixtures/llama-server.js';
 import { startServe, type Served } from '../fixtures/serve.js';
 import { sseData } from '../fixtures/sse.js';
 import { LLAMA_MODELS, LLAMA_WARM_S, llamaBenchModel, treeCpuUs } from './pacing-llama.js';
+import { otherThreadsRatio, threadCpuNs } from './thread-cpu.js';
 import { counterAt, median, round, textTable } from './pacing-stats.js';
 import { analyseSteps, readSteps, stepTraceTable, type StepTraceFindings } from './step-trace.js';
 import { PACER_TRACE_ENV } from '../../electron/core/pacer/trace.js';
@@ -53,7 +54,10 @@ export interface ServeResult {
   /** CPU time of each engine's process tree while both stream, the weight-2 engine's over the
    *  other's (unpinned: what each used of the machine, not of one device). */
   cpu_ratio: number | null;
-  runs?: { solo_tokps: number; aggregate_pct_of_solo: number; ratio: number | null; cpu_ratio: number | null; steps?: StepTraceFindings[] }[];
+  /** The same for the built-in engine hosts' threads other than the JavaScript thread: their
+   *  decode threads (thread-cpu.ts). null for llama-servers. */
+  decode_cpu_ratio: number | null;
+  runs?: { solo_tokps: number; aggregate_pct_of_solo: number; ratio: number | null; cpu_ratio: number | null; decode_cpu_ratio: number | null; steps?: StepTraceFindings[] }[];
   /** With --trace, a built-in setup's steps while both ran (of this run; of each run under `runs`). */
   steps?: StepTraceFindings[];
 }
@@ -194,11 +198,15 @@ async function runSetup(setup: ServeSetup, server: string | null, measureS: numb
     await sleep(2_000);
     const fromUs = heavy.mark();
     light.mark();
+    const hosts = setup === 'llama-server' ? [] : [pidOf('w2'), pidOf('w1')];
     const cpuFrom = [pidOf('w2'), pidOf('w1')].map(treeCpuUs);
+    const threadsFrom = hosts.map((pid) => threadCpuNs(pid));
     await sleep(measureS * 1000);
     const toUs = heavy.mark();
     light.counter.push([toUs, light.counter.at(-1)?.[1] ?? 0]);
     const cpuTo = [pidOf('w2'), pidOf('w1')].map(treeCpuUs);
+    const threadsTo = hosts.map((pid) => threadCpuNs(pid));
+    const decodeRatio = otherThreadsRatio(threadsFrom, threadsTo);
     // The schedule both followed, and each engine's slot in it, for the steps' windows.
     const during = traced ? await appState() : null;
     await light.stop();
@@ -219,6 +227,7 @@ async function runSetup(setup: ServeSetup, server: string | null, measureS: numb
       aggregate_pct_of_solo: round(((together[0] + together[1]) / solo) * 100, 1),
       ratio: together[1] > 0 ? round(together[0] / together[1], 3) : null,
       cpu_ratio: (cpu[1] ?? 0) > 0 ? round((cpu[0] ?? 0) / (cpu[1] ?? 1), 3) : null,
+      decode_cpu_ratio: decodeRatio === null ? null : round(decodeRatio, 3),
     };
     if (during !== null && tracePrefix !== null) {
       // The hosts write the rest of their steps as they exit.
@@ -227,7 +236,7 @@ async function runSetup(setup: ServeSetup, server: string | null, measureS: numb
       result.steps = tracedSteps(during, tracePrefix, fromUs, toUs);
       log(stepTraceTable(result.steps).replace(/^/gm, '    '));
     }
-    log(`  ${SETUP_LABEL[setup].padEnd(27)} solo ${result.solo_tokps} tok/s (${result.solo_before_after_tokps.join(' → ')})  together ${result.together_tokps.join(' / ')} = ${result.aggregate_pct_of_solo} % of solo  split ${result.ratio ?? '—'} (CPU ${result.cpu_ratio ?? '—'})${result.threads === null ? '' : `  threads ${result.threads}`}`);
+    log(`  ${SETUP_LABEL[setup].padEnd(27)} solo ${result.solo_tokps} tok/s (${result.solo_before_after_tokps.join(' → ')})  together ${result.together_tokps.join(' / ')} = ${result.aggregate_pct_of_solo} % of solo  split ${result.ratio ?? '—'} (CPU ${result.cpu_ratio ?? '—'}${result.decode_cpu_ratio === null ? '' : `, decode threads ${result.decode_cpu_ratio}`})${result.threads === null ? '' : `  threads ${result.threads}`}`);
     return result;
   } finally {
     for (const client of clients) await client.stop();
@@ -279,12 +288,13 @@ function medianOfRuns(runs: readonly ServeResult[]): ServeResult {
     aggregate_pct_of_solo: m((r) => r.aggregate_pct_of_solo, 1) ?? 0,
     ratio: m((r) => r.ratio, 3),
     cpu_ratio: m((r) => r.cpu_ratio, 3),
-    runs: runs.map((r) => ({ solo_tokps: r.solo_tokps, aggregate_pct_of_solo: r.aggregate_pct_of_solo, ratio: r.ratio, cpu_ratio: r.cpu_ratio, ...(r.steps === undefined ? {} : { steps: r.steps }) })),
+    decode_cpu_ratio: m((r) => r.decode_cpu_ratio, 3),
+    runs: runs.map((r) => ({ solo_tokps: r.solo_tokps, aggregate_pct_of_solo: r.aggregate_pct_of_solo, ratio: r.ratio, cpu_ratio: r.cpu_ratio, decode_cpu_ratio: r.decode_cpu_ratio, ...(r.steps === undefined ? {} : { steps: r.steps }) })),
   };
 }
 
 export function serveTable(results: readonly ServeResult[]): string {
-  const header = ['setup', 'threads', 'solo tok/s (before→after)', 'together tok/s', 'agg % solo', 'split 2:1', 'CPU split'];
+  const header = ['setup', 'threads', 'solo tok/s (before→after)', 'together tok/s', 'agg % solo', 'split 2:1', 'CPU split', 'CPU split, decode threads'];
   const rows = results.map((r) => [
     SETUP_LABEL[r.setup],
     r.threads === null ? '—' : String(r.threads),
@@ -293,6 +303,7 @@ export function serveTable(results: readonly ServeResult[]): string {
     r.aggregate_pct_of_solo.toFixed(1),
     r.ratio === null ? '—' : r.ratio.toFixed(3),
     r.cpu_ratio === null ? '—' : r.cpu_ratio.toFixed(3),
+    r.decode_cpu_ratio === null ? '—' : r.decode_cpu_ratio.toFixed(3),
   ]);
   return textTable(header, rows);
 }
@@ -365,7 +376,7 @@ export async function serveBenchMain(args: ServeMainArgs, outDir: string): Promi
   else {
     console.log('');
     console.log(serveTable(results));
-    console.log(`\nsolo = the weight-2 engine alone, before the other starts and after it stops; together = both streaming back to back, tok/s each; agg % solo = their sum over solo; split = weight-2 tokens over weight-1 (target 2.000); CPU split = the same for each engine's process tree's CPU time.${args.repeat > 1 ? `\nevery figure is the median of ${args.repeat} runs (each run's in the JSON, under "runs")` : ''}\n${report.duration_s} s; wrote bench-results/pacing-serve.json`);
+    console.log(`\nsolo = the weight-2 engine alone, before the other starts and after it stops; together = both streaming back to back, tok/s each; agg % solo = their sum over solo; split = weight-2 tokens over weight-1 (target 2.000); CPU split = the same for each engine's process tree's CPU time; decode threads = the same for the built-in hosts' threads but the JavaScript thread (the nearest to a GPU's time).${args.repeat > 1 ? `\nevery figure is the median of ${args.repeat} runs (each run's in the JSON, under "runs")` : ''}\n${report.duration_s} s; wrote bench-results/pacing-serve.json`);
   }
   return results.length > 0 ? 0 : 1;
 }
