@@ -33,7 +33,7 @@ import { loadRegistryHelper } from '../../native/helper.js';
 import { segmentPath } from '../../electron/core/registry/segment.js';
 import { computeShares } from '../../electron/core/registry/shares.js';
 import { buildSchedule, stallBoundUs } from '../../electron/core/pacer/schedule.js';
-import { counterAt, gapsMs, median, rate, recoveredAtUs, releaseS, round, summary, textTable, wakeMs } from './pacing-stats.js';
+import { counterAt, gapsMs, median, rate, recoveredAtUs, releaseS, round, splitOf, summary, textTable, wakeMs } from './pacing-stats.js';
 import { builtinHostEnv } from '../../electron/core/engines/builtin/defaults.js';
 import { BURN_ENGINE, CLI, ROOT, predictedTokens, readBurnOutput, type BurnOutput as BurnOutputFile } from '../fixtures/procs.js';
 
@@ -514,7 +514,7 @@ async function runScenario(mode: Mode, scenario: Scenario, iterations: number, d
     mode,
     weights,
     tokps,
-    ratio: tokps.length > 1 && (tokps[1] ?? 0) > 0 ? round((tokps[0] ?? 0) / (tokps[1] ?? 1), 3) : null,
+    ratio: tokps.length > 1 ? splitOf(tokps[0], tokps[1]) : null,
     target_ratio: weights.length > 1 ? round((weights[0] ?? 1) / (weights[1] ?? 1), 3) : null,
     aggregate_pct_of_solo: soloTokps > 0 ? round((aggregate / soloTokps) * 100, 1) : 0,
     itl_ms: summary(perEngine.flat().sort((a, b) => a - b)),

@@ -38,7 +38,7 @@ import { BUILTIN_HOST_NODE_FLAGS, builtinHostEnv } from '../../electron/core/eng
 import { PACER_TRACE_ENV, parseGateTrace, type GateTraceEvent } from '../../electron/core/pacer/trace.js';
 import { STOP_METHODS, type StopMethod } from '../../electron/core/pacer/stop-method.js';
 import { TRACE_MAX_S, analyseTrace, type PacingTrace, type TraceFindings } from './pacing-trace.js';
-import { costByWindowPosition, stepEndsUs, counterAt, gapsMs, median, rateOverWholeRequests, releaseS, releasedAtUs, round, summary, textTable, wakeMs, windowStartCost, type WindowPositionCost } from './pacing-stats.js';
+import { costByWindowPosition, stepEndsUs, counterAt, gapsMs, median, rateOverWholeRequests, releaseS, releasedAtUs, round, splitOf, summary, textTable, wakeMs, windowStartCost, type WindowPositionCost } from './pacing-stats.js';
 
 export type LlamaDevice = 'cpu' | 'gpu';
 export type LlamaMode = 'free' | 'naive' | 'gate' | 'coop';
@@ -548,7 +548,6 @@ async function runOnce(options: LlamaBenchOptions, scenario: LlamaScenario, mode
     const released = mode === 'gate' || mode === 'coop' ? releasedAtUs(e0.tokens, stopUs, othersShortestWindowUs / 2, schedule.periodUs) : null;
     // The others' last token: their clients stop at stopUs (a token may still arrive in flight).
     const othersLastTokenUs = Math.max(...engines.slice(1).map((e) => e.tokens.filter((t) => t <= stopUs + 500_000).at(-1) ?? stopUs));
-    const ratio = (a: number | null | undefined, b: number | null | undefined): number | null => (a !== undefined && a !== null && b !== undefined && b !== null && b > 0 ? round(a / b, 3) : null);
     if (options.onTrace !== undefined) options.onTrace(takeTrace({ scenario, mode, stopMethod: options.stopMethod, schedule, engines, fromUs, toUs, traceDir, naiveEvents, nvml, device }));
     const whole = engines.map((e) => rateOverWholeRequests(e.requestStarts, fromUs, toUs));
     const wholeTokps = whole.map((w) => (w === null ? null : round(w.tokps, 1)));
@@ -558,15 +557,15 @@ async function runOnce(options: LlamaBenchOptions, scenario: LlamaScenario, mode
       mode,
       weights: scenario.weights,
       tokps,
-      ratio: ratio(tokps[0], tokps[1]),
+      ratio: splitOf(tokps[0], tokps[1]),
       whole_request_tokps: wholeTokps,
       whole_requests: whole.map((w) => w?.requests ?? 0),
-      ratio_whole_requests: ratio(wholeTokps[0], wholeTokps[1]),
-      equal_pair_ratio_whole_requests: scenario.weights.length === 3 ? ratio(wholeTokps[2], wholeTokps[1]) : null,
+      ratio_whole_requests: splitOf(wholeTokps[0], wholeTokps[1]),
+      equal_pair_ratio_whole_requests: scenario.weights.length === 3 ? splitOf(wholeTokps[2], wholeTokps[1]) : null,
       target_ratio: round((scenario.weights[0] ?? 1) / (scenario.weights[1] ?? 1), 3),
-      equal_pair_ratio: scenario.weights.length === 3 ? ratio(tokps[2], tokps[1]) : null,
+      equal_pair_ratio: scenario.weights.length === 3 ? splitOf(tokps[2], tokps[1]) : null,
       cpu_pct: cpuPct,
-      cpu_ratio: cpuPct === null ? null : ratio(cpuPct[0], cpuPct[1]),
+      cpu_ratio: cpuPct === null ? null : splitOf(cpuPct[0], cpuPct[1]),
       cpu_ms_per_token: perTokenMs,
       window_ms_per_token: mode === 'free' ? null : engines.map((e, slot) => costByWindowPosition(e.tokens, schedule, slot, fromUs, toUs)),
       solo_tokps: round(solo, 1),

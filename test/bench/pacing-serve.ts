@@ -25,7 +25,7 @@ import { startServe, type Served } from '../fixtures/serve.js';
 import { sseData } from '../fixtures/sse.js';
 import { LLAMA_MODELS, LLAMA_WARM_S, llamaBenchModel, treeCpuUs } from './pacing-llama.js';
 import { otherThreadsRatio, threadCpuNs } from './thread-cpu.js';
-import { counterAt, median, round, textTable } from './pacing-stats.js';
+import { counterAt, median, round, splitOf, textTable } from './pacing-stats.js';
 import { analyseSteps, readSteps, stepTraceTable, type StepTraceFindings } from './step-trace.js';
 import { PACER_TRACE_ENV } from '../../electron/core/pacer/trace.js';
 
@@ -198,15 +198,16 @@ async function runSetup(setup: ServeSetup, server: string | null, measureS: numb
     await sleep(2_000);
     const fromUs = heavy.mark();
     light.mark();
-    const hosts = setup === 'llama-server' ? [] : [pidOf('w2'), pidOf('w1')];
-    const cpuFrom = [pidOf('w2'), pidOf('w1')].map(treeCpuUs);
+    const pids = [pidOf('w2'), pidOf('w1')];
+    // The built-in hosts' decode threads apart (a llama-server's threads are not split so).
+    const hosts = setup === 'llama-server' ? [] : pids;
+    const cpuFrom = pids.map(treeCpuUs);
     const threadsFrom = hosts.map((pid) => threadCpuNs(pid));
     await sleep(measureS * 1000);
     const toUs = heavy.mark();
     light.counter.push([toUs, light.counter.at(-1)?.[1] ?? 0]);
-    const cpuTo = [pidOf('w2'), pidOf('w1')].map(treeCpuUs);
+    const cpuTo = pids.map(treeCpuUs);
     const threadsTo = hosts.map((pid) => threadCpuNs(pid));
-    const decodeRatio = otherThreadsRatio(threadsFrom, threadsTo);
     // The schedule both followed, and each engine's slot in it, for the steps' windows.
     const during = traced ? await appState() : null;
     await light.stop();
@@ -225,9 +226,9 @@ async function runSetup(setup: ServeSetup, server: string | null, measureS: numb
       solo_before_after_tokps: [round(soloBefore, 1), round(soloAfter, 1)],
       together_tokps: [round(together[0], 1), round(together[1], 1)],
       aggregate_pct_of_solo: round(((together[0] + together[1]) / solo) * 100, 1),
-      ratio: together[1] > 0 ? round(together[0] / together[1], 3) : null,
-      cpu_ratio: (cpu[1] ?? 0) > 0 ? round((cpu[0] ?? 0) / (cpu[1] ?? 1), 3) : null,
-      decode_cpu_ratio: decodeRatio === null ? null : round(decodeRatio, 3),
+      ratio: splitOf(together[0], together[1]),
+      cpu_ratio: splitOf(cpu[0], cpu[1]),
+      decode_cpu_ratio: otherThreadsRatio(threadsFrom, threadsTo),
     };
     if (during !== null && tracePrefix !== null) {
       // The hosts write the rest of their steps as they exit.

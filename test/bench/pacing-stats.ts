@@ -3,6 +3,9 @@ import { medianOf } from '../../electron/core/pacer/gate.js';
 
 export const round = (x: number, digits = 2): number => Math.round(x * 10 ** digits) / 10 ** digits;
 
+/** A split: `a` over `b` to three digits; null when either is missing or `b` is not positive. */
+export const splitOf = (a: number | null | undefined, b: number | null | undefined): number | null => (a === undefined || a === null || b === undefined || b === null || b <= 0 ? null : round(a / b, 3));
+
 /** A plain-text table: a header, a rule, and the rows, each column as wide as its widest cell. */
 export function textTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? '').length)));

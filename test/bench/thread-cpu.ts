@@ -7,6 +7,7 @@
  * threads' split is the nearest this machine has to a GPU's time split.
  */
 import { readdirSync, readFileSync } from 'node:fs';
+import { splitOf } from './pacing-stats.js';
 
 export interface ThreadCpuNs {
   /** The thread whose id is the process's. */
@@ -42,14 +43,12 @@ export function threadCpuNs(pid: number, procRoot = '/proc'): ThreadCpuNs | null
 }
 
 /** The other threads' time between two readings of each of two processes, the first's over the
- *  second's: null unless all four readings exist and the second's time is positive. Pure. */
+ *  second's (splitOf): null unless all four readings exist and the second's time is positive. Pure. */
 export function otherThreadsRatio(from: readonly (ThreadCpuNs | null)[], to: readonly (ThreadCpuNs | null)[]): number | null {
-  const spent = [0, 1].map((i) => {
+  const spent = (i: number): number | null => {
     const a = from[i];
     const b = to[i];
-    return a === null || a === undefined || b === null || b === undefined ? null : b.otherNs - a.otherNs;
-  });
-  const [heavy, light] = spent;
-  if (heavy === null || heavy === undefined || light === null || light === undefined || light <= 0) return null;
-  return heavy / light;
+    return a === undefined || a === null || b === undefined || b === null ? null : b.otherNs - a.otherNs;
+  };
+  return splitOf(spent(0), spent(1));
 }

@@ -97,8 +97,6 @@ describe('the Vulkan device lister against a fake loader', () => {
 /** A command engine that writes its environment to `file` and stays up. */
 const ENV_WRITER = "require('node:fs').writeFileSync(process.argv[1], JSON.stringify(process.env)); setInterval(() => {}, 1000);";
 
-/** Its profile: a command profile is the local user's to make, so it is written before serve
- *  starts (over HTTP it would be refused). */
 /** The environment an engine wrote to `file`; null until it is there whole (the engine may be
  *  caught mid-write: a file that does not parse yet is read again). */
 function writtenEnv(file: string): Record<string, string> | null {
@@ -109,6 +107,8 @@ function writtenEnv(file: string): Record<string, string> | null {
   }
 }
 
+/** Its profile: a command profile is the local user's to make, so it is written before serve
+ *  starts (over HTTP it would be refused). */
 const envWriter = (id: string): object => ({ id, name: id, capabilities: ['env'], engineKind: 'command', command: process.execPath, args: ['-e', ENV_WRITER, join(dir, `${id}.env.json`)], contextSize: 256, priority: 'background' });
 
 async function launchEnvWriter(served: Served, id: string, gpuKey: string): Promise<{ env: Record<string, string>; engineId: string }> {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { costByWindowPosition, rate, stepEndsUs, rateOverWholeRequests, releasedAtUs, windowStartCost } from '../../test/bench/pacing-stats.js';
+import { costByWindowPosition, rate, splitOf, stepEndsUs, rateOverWholeRequests, releasedAtUs, windowStartCost } from '../../test/bench/pacing-stats.js';
 
 // 2:1 over a 120 ms period: slot 0 owns [0, 80) ms, slot 1 [80, 120) ms.
 const schedule = { periodUs: 120_000, windows: [{ slot: 0, startUs: 0, lengthUs: 80_000 }, { slot: 1, startUs: 80_000, lengthUs: 40_000 }] };
@@ -149,5 +149,14 @@ describe('releasedAtUs', () => {
 
   it('reads the stop itself when the engine is never held after it', () => {
     expect(releasedAtUs(free(0, 3_000), 1_000_000, 20_000, 120_000)).toBe(1_000_000);
+  });
+});
+
+describe('splitOf', () => {
+  it('gives a over b to three digits, and null for a missing side or a second side that is not positive', () => {
+    expect(splitOf(2, 1)).toBe(2);
+    expect(splitOf(805.3, 379.7)).toBe(2.121);
+    expect(splitOf(0, 5)).toBe(0);
+    for (const [a, b] of [[null, 1], [1, null], [undefined, 1], [1, undefined], [1, 0], [1, -2]] as const) expect(splitOf(a, b), `${String(a)} / ${String(b)}`).toBeNull();
   });
 });
