@@ -12,6 +12,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseGateTrace } from '../../electron/core/pacer/trace.js';
+import { medianOf } from '../../electron/core/pacer/gate.js';
 import { windowsOf, type TraceSchedule } from './pacing-trace.js';
 import { round, textTable } from './pacing-stats.js';
 
@@ -44,6 +45,9 @@ export interface StepTraceFindings {
   byPlaceUs: { first: number | null; secondToSixth: number | null; seventhTo21st: number | null; later: number | null };
   /** Mean µs from the end of a step to the start of the next in the same window. */
   gapUs: number | null;
+  /** Where each window's last step ended against the window's end, µs (median; negative: the
+   *  window ended idle), and the windows whose last step ran past it. */
+  lastStepEnd: { medianUs: number | null; pastEnd: number; pastEndPct: number };
   /** Windows whose first step started while the previous window's engine still had OVERLAP_US or
    *  more of its last step to run, and the mean ms of their first six steps against the others'. */
   overlappedStarts: { windows: number; pct: number; firstSixMs: number | null; cleanFirstSixMs: number | null };
@@ -64,6 +68,7 @@ const EARLY_US = 3_000;
 /** A window's first steps, whose cost an overlapped start raises. */
 const FIRST_STEPS = 6;
 
+const median = (values: readonly number[]): number | null => (values.length === 0 ? null : medianOf(values));
 const mean = (values: readonly number[]): number | null => (values.length === 0 ? null : values.reduce((sum, v) => sum + v, 0) / values.length);
 
 /** Each window of `slot` in the interval (as [start, end) wall µs) with the steps that started in
@@ -104,12 +109,15 @@ export function analyseSteps(input: StepTraceInput): StepTraceFindings[] {
     const windows = stepsByWindow(schedule, engine.slot, input.fromUs, input.toUs, engine.steps);
     const places: number[][] = [[], [], [], []];
     const gaps: number[] = [];
+    const lastEnds: number[] = [];
     const overlapped: number[] = [];
     const clean: number[] = [];
     let long = 0;
     let held = 0;
     let heldUs = 0;
-    for (const { steps } of windows) {
+    for (const { window, steps } of windows) {
+      const last = steps[steps.length - 1];
+      if (last !== undefined) lastEnds.push(last[0] + last[1] - window[1]);
       steps.forEach(([start, us], index) => {
         if (us >= LONG_STEP_US) {
           long++;
@@ -137,6 +145,7 @@ export function analyseSteps(input: StepTraceInput): StepTraceFindings[] {
       stepsPerWindow: round(mean(windows.map((w) => w.steps.length)) ?? 0, 1),
       byPlaceUs: { first: wholeUs(mean(places[0] ?? [])), secondToSixth: wholeUs(mean(places[1] ?? [])), seventhTo21st: wholeUs(mean(places[2] ?? [])), later: wholeUs(mean(places[3] ?? [])) },
       gapUs: wholeUs(mean(gaps)),
+      lastStepEnd: { medianUs: wholeUs(median(lastEnds)), pastEnd: lastEnds.filter((us) => us > 0).length, pastEndPct: lastEnds.length === 0 ? 0 : round((lastEnds.filter((us) => us > 0).length / lastEnds.length) * 100, 1) },
       overlappedStarts: { windows: overlapped.length, pct: windows.length === 0 ? 0 : round((overlapped.length / windows.length) * 100, 1), firstSixMs: toMs(mean(overlapped)), cleanFirstSixMs: toMs(mean(clean)) },
       longSteps: long,
       heldSteps: held,
@@ -146,7 +155,7 @@ export function analyseSteps(input: StepTraceInput): StepTraceFindings[] {
 }
 
 export function stepTraceTable(findings: readonly StepTraceFindings[]): string {
-  const header = ['engine', 'window ms', 'windows', 'steps/window', 'µs by place: 1st', '2nd–6th', '7th–21st', 'later', 'gap µs', 'starts beside the last step', 'first six ms (clean)', `steps ≥ ${LONG_STEP_US / 1000} ms`, `≥ ${HELD_STEP_US / 1000} ms (ms)`];
+  const header = ['engine', 'window ms', 'windows', 'steps/window', 'µs by place: 1st', '2nd–6th', '7th–21st', 'later', 'gap µs', "last step's end, µs from the window's end (median)", 'past the end', 'starts beside the last step', 'first six ms (clean)', `steps ≥ ${LONG_STEP_US / 1000} ms`, `≥ ${HELD_STEP_US / 1000} ms (ms)`];
   const text = (value: number | null): string => (value === null ? '—' : String(value));
   const rows = findings.map((f) => [
     f.label,
@@ -158,6 +167,8 @@ export function stepTraceTable(findings: readonly StepTraceFindings[]): string {
     text(f.byPlaceUs.seventhTo21st),
     text(f.byPlaceUs.later),
     text(f.gapUs),
+    text(f.lastStepEnd.medianUs),
+    `${f.lastStepEnd.pastEnd} (${f.lastStepEnd.pastEndPct} %)`,
     `${f.overlappedStarts.windows} (${f.overlappedStarts.pct} %)`,
     `${text(f.overlappedStarts.firstSixMs)} (${text(f.overlappedStarts.cleanFirstSixMs)})`,
     String(f.longSteps),

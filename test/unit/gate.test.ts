@@ -4,7 +4,7 @@ import { FakeClock } from '../../electron/core/clock.js';
 import { decodeSegment, encodeEmptySegment, encodeSlot } from '../../electron/core/registry/codec.js';
 import { judgeOneShot } from '../../electron/core/registry/liveness.js';
 import { resolvePeers } from '../../electron/core/registry/view.js';
-import { CooperativeGate, LAST_STEP_FIT, PREPARE_US, START_LEAD_US, VIEW_MAX_AGE_US, WAIT_REREAD_US, decideGate, type GateDecision, type GateRegistry, type Sleep } from '../../electron/core/pacer/gate.js';
+import { CooperativeGate, LAST_STEP_FIT, PREPARE_US, TEAM_LAST_STEP_FIT, START_LEAD_US, VIEW_MAX_AGE_US, WAIT_REREAD_US, decideGate, type GateDecision, type GateRegistry, type Sleep } from '../../electron/core/pacer/gate.js';
 
 /** A registry in memory: each gate publishes into its own slot; peers() reads them all. */
 class MemoryRegistry {
@@ -291,19 +291,60 @@ describe('decideGate', () => {
     // Slot 0 owns [0, 80 ms) of each 120 ms period: at 75 ms, 5 ms are left.
     const at75 = start + 75_000;
     expect(decideGate(peers, 0, at75).kind).toBe('in-window');
-    expect(decideGate(peers, 0, at75, undefined, 4_000).kind).toBe('in-window');
+    expect(decideGate(peers, 0, at75, { nextStepUs: 4_000 }).kind).toBe('in-window');
     // 6 ms: 5 of it fit, it goes and runs 1 ms past the end; 10 ms: half fits, it goes.
-    expect(decideGate(peers, 0, at75, undefined, 6_000).kind).toBe('in-window');
-    expect(decideGate(peers, 0, at75, undefined, 10_000).kind).toBe('in-window');
+    expect(decideGate(peers, 0, at75, { nextStepUs: 6_000 }).kind).toBe('in-window');
+    expect(decideGate(peers, 0, at75, { nextStepUs: 10_000 }).kind).toBe('in-window');
     // 10.002 ms: less than half fits, it waits for the next window (45 ms away).
-    expect(decideGate(peers, 0, at75, undefined, 10_002)).toMatchObject({ kind: 'wait', waitUs: 45_000 });
+    expect(decideGate(peers, 0, at75, { nextStepUs: 10_002 })).toMatchObject({ kind: 'wait', waitUs: 45_000 });
     // A step longer than the window would never fit: it starts when it can.
-    expect(decideGate(peers, 0, at75, undefined, 90_000).kind).toBe('in-window');
+    expect(decideGate(peers, 0, at75, { nextStepUs: 90_000 }).kind).toBe('in-window');
     // Slot 1 owns [80, 120): at 118 ms, a 3 ms step goes (2 of it fit), a 5 ms one waits for the next 80 ms.
-    expect(decideGate(peers, 1, start + 118_000, undefined, 3_000).kind).toBe('in-window');
-    expect(decideGate(peers, 1, start + 118_000, undefined, 5_000)).toMatchObject({ kind: 'wait', waitUs: 82_000 });
+    expect(decideGate(peers, 1, start + 118_000, { nextStepUs: 3_000 }).kind).toBe('in-window');
+    expect(decideGate(peers, 1, start + 118_000, { nextStepUs: 5_000 })).toMatchObject({ kind: 'wait', waitUs: 82_000 });
     // With a lead (the cooperative gate's), that wait ends the lead before the window.
-    expect(decideGate(peers, 1, start + 118_000, undefined, 5_000, START_LEAD_US)).toMatchObject({ kind: 'wait', waitUs: 82_000 - START_LEAD_US });
+    expect(decideGate(peers, 1, start + 118_000, { nextStepUs: 5_000, leadUs: START_LEAD_US })).toMatchObject({ kind: 'wait', waitUs: 82_000 - START_LEAD_US });
+  });
+
+  it("a team's step goes only when all of it fits in what is left of the window", () => {
+    const clock = new FakeClock();
+    const registry = new MemoryRegistry(clock);
+    registry.join(0, 2, true);
+    registry.join(1, 1, true);
+    const peers = registry.peers();
+    atPeriodStart(clock, 120_000);
+    const at75 = clock.wallUs() + 75_000;
+    expect(TEAM_LAST_STEP_FIT).toBe(1);
+    const team = (nextStepUs: number): GateDecision => decideGate(peers, 0, at75, { nextStepUs, lastStepFit: TEAM_LAST_STEP_FIT });
+    // 5 ms left of slot 0's [0, 80 ms): a 5 ms step fits and goes; a 6 ms one, which half a step's
+    // rule lets go, waits for the next window (45 ms away).
+    expect(team(4_000).kind).toBe('in-window');
+    expect(team(5_000).kind).toBe('in-window');
+    expect(decideGate(peers, 0, at75, { nextStepUs: 6_000 }).kind).toBe('in-window');
+    expect(team(6_000)).toMatchObject({ kind: 'wait', waitUs: 45_000 });
+    // A step longer than the window still starts when it can.
+    expect(team(90_000).kind).toBe('in-window');
+  });
+
+  it("a gate told its engine decodes with a team holds a step that would run past the window's end", async () => {
+    const run = async (lastStepFit: number | null): Promise<GateDecision> => {
+      const clock = new FakeClock();
+      const registry = new MemoryRegistry(clock);
+      registry.join(1, 1, true);
+      const { sleep } = fakeSleep(clock);
+      const gate = new CooperativeGate(registry.join(0, 2, true), clock, sleep);
+      if (lastStepFit !== null) gate.lastStepFit = lastStepFit;
+      atPeriodStart(clock, 120_000);
+      // 9 ms steps in slot 0's [0, 80 ms): at 72 ms, 8 ms are left for the next.
+      let decision: GateDecision = await gate.afterStep(9_000);
+      for (let t = 9_000; t <= 72_000; t += 9_000) {
+        clock.advance(9_000);
+        decision = await gate.afterStep(9_000);
+      }
+      return decision;
+    };
+    expect((await run(null)).kind).toBe('in-window');
+    expect((await run(TEAM_LAST_STEP_FIT)).kind).toBe('wait');
   });
 
   it("with a lead, lets a window's first step go that long before the window, for its dispatch, and no earlier", () => {
@@ -316,15 +357,15 @@ describe('decideGate', () => {
     const start = clock.wallUs();
     // Slot 1's window starts at 80 ms.
     const lead = START_LEAD_US;
-    expect(decideGate(peers, 1, start + 80_000 - lead - 1, undefined, 3_000, lead)).toMatchObject({ kind: 'wait', waitUs: 1 });
+    expect(decideGate(peers, 1, start + 80_000 - lead - 1, { nextStepUs: 3_000, leadUs: lead })).toMatchObject({ kind: 'wait', waitUs: 1 });
     // Within the lead, even a step that the fit rule would hold: the whole window is ahead of it.
-    expect(decideGate(peers, 1, start + 80_000 - lead, undefined, 3_000, lead).kind).toBe('in-window');
-    expect(decideGate(peers, 1, start + 80_000 - 1, undefined, 39_000, lead).kind).toBe('in-window');
+    expect(decideGate(peers, 1, start + 80_000 - lead, { nextStepUs: 3_000, leadUs: lead }).kind).toBe('in-window');
+    expect(decideGate(peers, 1, start + 80_000 - 1, { nextStepUs: 39_000, leadUs: lead }).kind).toBe('in-window');
     // Slot 0's window ended at 80 ms: it waits for its next one, less the lead, and goes within it.
-    expect(decideGate(peers, 0, start + 80_000, undefined, 3_000, lead)).toMatchObject({ kind: 'wait', waitUs: 40_000 - lead });
-    expect(decideGate(peers, 0, start + 120_000 - lead, undefined, 3_000, lead).kind).toBe('in-window');
+    expect(decideGate(peers, 0, start + 80_000, { nextStepUs: 3_000, leadUs: lead })).toMatchObject({ kind: 'wait', waitUs: 40_000 - lead });
+    expect(decideGate(peers, 0, start + 120_000 - lead, { nextStepUs: 3_000, leadUs: lead }).kind).toBe('in-window');
     // Without one (the process gate's: a continued engine runs at once), nothing goes early.
-    expect(decideGate(peers, 1, start + 80_000 - 1, undefined, 3_000)).toMatchObject({ kind: 'wait', waitUs: 1 });
+    expect(decideGate(peers, 1, start + 80_000 - 1, { nextStepUs: 3_000 })).toMatchObject({ kind: 'wait', waitUs: 1 });
   });
 
   it('expects the median of the last steps: the slow first steps of a window do not end it early', async () => {

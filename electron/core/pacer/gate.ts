@@ -58,15 +58,25 @@ export type GateDecision =
   | { kind: 'not-scheduled' }
   | { kind: 'wait'; schedule: Schedule; waitUs: number };
 
-/** The decision for one step. Pure: peers and time in, decision out. `nextStepUs`: how long the
- *  step about to start is expected to take (0: unknown). A step of which less than LAST_STEP_FIT is
- *  expected to fit in what is left of the window waits for the next window, unless it would not fit
- *  a whole window either (it then starts at once, and may run past the end: at most one step, what
- *  the `+ 2 tokens` of the stall bound allows for).
- *  `schedule` is the peers' schedule, for a caller that keeps it built (the gate, per copy). */
-export function decideGate(peers: readonly AlivePeer[], selfSlot: number | null, wallNowUs: number, schedule: () => Schedule = () => scheduleOf(peers), nextStepUs = 0, leadUs = 0): GateDecision {
+/** What the gate knows of the step about to start, and how it may place it. */
+export interface StepPlan {
+  /** The peers' schedule, for a caller that keeps it built (the gate, per copy). */
+  schedule?: () => Schedule;
+  /** How long the step is expected to take (0 or absent: unknown). */
+  nextStepUs?: number;
+  /** How long before the window starts a step may go (the cooperative gate's START_LEAD_US). */
+  leadUs?: number;
+  /** The part of the step that must fit in what is left of the window (LAST_STEP_FIT). */
+  lastStepFit?: number;
+}
+
+/** The decision for one step. Pure: peers and time in, decision out. A step of which less than
+ *  `lastStepFit` is expected to fit in what is left of the window waits for the next window,
+ *  unless it would not fit a whole window either (it then starts at once, and may run past the
+ *  end: at most one step, what the `+ 2 tokens` of the stall bound allows for). */
+export function decideGate(peers: readonly AlivePeer[], selfSlot: number | null, wallNowUs: number, plan: StepPlan = {}): GateDecision {
   if (selfSlot === null) return ALONE;
-  return freePass(peers, selfSlot) ?? decideInSchedule(schedule(), selfSlot, wallNowUs, nextStepUs, leadUs);
+  return freePass(peers, selfSlot) ?? decideInSchedule((plan.schedule ?? (() => scheduleOf(peers)))(), selfSlot, wallNowUs, plan.nextStepUs ?? 0, plan.leadUs ?? 0, plan.lastStepFit ?? LAST_STEP_FIT);
 }
 
 /** The schedule of the peers that have a share. Pure. */
@@ -89,7 +99,7 @@ export function scheduleOf(peers: readonly AlivePeer[]): Schedule {
  * 65–103 % (median 91.7 %) with 200 µs, alternated in one session. Late by a little costs less than
  * early. The previous window's engine is seldom still working at the start: its last step runs
  * past its end only when at least half of it fitted (LAST_STEP_FIT), by an eighth of a step on
- * average. (The process gate has no lead: a continued engine runs at once.)
+ * average, and a team's last step not at all (TEAM_LAST_STEP_FIT). (The process gate has no lead: a continued engine runs at once.)
  */
 export const START_LEAD_US = 50;
 
@@ -109,9 +119,25 @@ export const START_LEAD_US = 50;
  */
 export const LAST_STEP_FIT = 0.5;
 
+/**
+ * The same for an engine that decodes with a team of CPU threads (llama.cpp's threads, layers on
+ * the CPU): all of the step must fit. Its last step run past the window's end shares the cores
+ * with the next engine's team, and each team then waits at every barrier for a thread the other
+ * holds off its core: through `serve` (two engines of two threads at 2:1 on two cores) a third of
+ * the windows started beside the last one's straggling step, and their first six steps took
+ * ~1.3 ms longer; a few stragglers were held through the whole other window (steps of 20–80 ms).
+ * That costs both engines alike once a window, which pulls the time split towards 1 : 1; the idle
+ * tail a whole fit leaves instead is ~0.3 ms at this model's 0.6–0.8 ms steps. Eleven pairs through
+ * `serve`, alternated: time split 1.983 (median) against 1.952, steps held 20 ms or more 1–3 per
+ * 10 s against 5–11; the token split 2.070 against 2.014, together the same (pacer/NOTES.md, "A
+ * team's last step must fit whole"). With one thread, or on a GPU, two steps overlap without
+ * barriers and the half-step rule stays.
+ */
+export const TEAM_LAST_STEP_FIT = 1;
+
 /** The decision when someone else is active: follow the schedule, letting a step go `leadUs`
  *  before the window starts. Pure. */
-function decideInSchedule(schedule: Schedule, selfSlot: number, wallNowUs: number, nextStepUs: number, leadUs: number): GateDecision {
+function decideInSchedule(schedule: Schedule, selfSlot: number, wallNowUs: number, nextStepUs: number, leadUs: number, lastStepFit: number): GateDecision {
   const untilUs = usUntilWindow(schedule, selfSlot, wallNowUs);
   // Our own record may not show us active yet (the registry is read before our update lands).
   if (untilUs === null) return { kind: 'not-scheduled' };
@@ -120,7 +146,7 @@ function decideInSchedule(schedule: Schedule, selfSlot: number, wallNowUs: numbe
   const window = nextStepUs > 0 && untilUs === 0 ? windowOf(schedule, selfSlot) : undefined;
   if (window !== undefined && nextStepUs <= window.lengthUs && window.lengthUs < schedule.periodUs) {
     const leftUs = usUntilWindowEnd(schedule, selfSlot, wallNowUs);
-    if (nextStepUs * LAST_STEP_FIT > leftUs) return { kind: 'wait', schedule, waitUs: leftUs + schedule.periodUs - window.lengthUs - leadUs };
+    if (nextStepUs * lastStepFit > leftUs) return { kind: 'wait', schedule, waitUs: leftUs + schedule.periodUs - window.lengthUs - leadUs };
   }
   return { kind: 'in-window', schedule };
 }
@@ -216,6 +242,9 @@ export class CooperativeGate {
   private expectedStepUs: number | null = null;
   /** How far past our window's end each last-step-of-a-window ran. */
   readonly overshoot = new OvershootLog();
+  /** The part of a window's last step that must fit in it: LAST_STEP_FIT, or TEAM_LAST_STEP_FIT
+   *  once the engine knows it decodes with a team of CPU threads. */
+  lastStepFit = LAST_STEP_FIT;
   readonly stats: GateStats = { steps: 0, sleeps: 0, sleptUs: 0, decisions: { alone: 0, 'others-idle': 0, 'in-window': 0, 'not-scheduled': 0, wait: 0 } };
 
   constructor(
@@ -257,7 +286,7 @@ export class CooperativeGate {
       await this.sleep(napUs, !reread);
       if (reread) this.view = null;
       const woke = this.clock.monoUs();
-      decision = decideGate(this.peers(woke), this.registry.selfSlot(), this.clock.wallUs(), () => this.schedule(woke), this.expectedStep(), START_LEAD_US);
+      decision = decideGate(this.peers(woke), this.registry.selfSlot(), this.clock.wallUs(), { schedule: () => this.schedule(woke), nextStepUs: this.expectedStep(), leadUs: START_LEAD_US, lastStepFit: this.lastStepFit });
     }
     // Without a sleep, the step's own reading of the clock will do.
     this.lastReturnMonoUs = first.kind === 'wait' ? this.clock.monoUs() : now;
@@ -278,7 +307,7 @@ export class CooperativeGate {
     const wallNow = this.clock.wallUs();
     // The expected step is only worked out here, when someone else is active: a lone engine's
     // steps (the common case, every token) pay nothing for it.
-    const decision = decideInSchedule(this.schedule(nowMonoUs), slot, wallNow, this.expectedStep(), START_LEAD_US);
+    const decision = decideInSchedule(this.schedule(nowMonoUs), slot, wallNow, this.expectedStep(), START_LEAD_US, this.lastStepFit);
     if (decision.kind === 'wait' && this.stepStartedInWindow) this.overshoot.record(usSinceWindowEnd(decision.schedule, slot, wallNow));
     return decision;
   }

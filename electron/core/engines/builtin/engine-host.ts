@@ -34,6 +34,7 @@ import { monotonicUs, systemClock, type Clock } from '../../clock.js';
 import { checkGpuKey, checkName, checkWeight, parseWholeNumber } from '../../registry/validate.js';
 import { formatHostEvent, type HostEvent, type HostLogLevel } from '../host-protocol.js';
 import { joinAsPacedPeer } from '../../pacer/paced-peer.js';
+import type { CooperativeGate } from '../../pacer/gate.js';
 import type { GpuPeersView } from '../../registry/view.js';
 import { OVERSHOOT_REPORT_INTERVAL_MS } from '../../pacer/overshoot.js';
 import { traceFromEnv } from '../../pacer/trace.js';
@@ -45,7 +46,7 @@ import { Host, sendError } from './http.js';
 import { errorText } from '../../error-text.js';
 import { ENGINE_SECRET_ENV } from '../engine-secret.js';
 import { vulkanPinningWarning } from '../device-pinning.js';
-import { bindingKeepsThreads, defaultFlashAttention, defaultThreads } from './defaults.js';
+import { bindingKeepsThreads, defaultFlashAttention, defaultThreads, lastStepFitFor } from './defaults.js';
 import { chooseStepPath } from './steps.js';
 import { isEntryPoint } from '../../entry-point.js';
 
@@ -274,6 +275,7 @@ async function main(argv: readonly string[]): Promise<void> {
   let setWeight: ((weight: number) => void) | null = null;
   let peersView: (() => GpuPeersView) | null = null;
   let knowRequests: ((pending: () => number) => void) | null = null;
+  let pacedGate: CooperativeGate | null = null;
   let unpacedBecause: () => string | null = () => 'started without a GPU registry (no --gpu-key)';
   if (options.registry !== null) {
     const { gpuKey, weight, name } = options.registry;
@@ -282,6 +284,7 @@ async function main(argv: readonly string[]): Promise<void> {
       slot = peer.slot;
       afterStep = (stepUs) => peer.afterStep(stepUs);
       knowRequests = (pending) => peer.knowRequests(pending);
+      pacedGate = peer.gate;
       setWeight = (w) => peer.setWeight(w);
       peersView = () => peer.view();
       unpacedBecause = () => peer.unpacedBecause();
@@ -437,6 +440,7 @@ async function main(argv: readonly string[]): Promise<void> {
     const flashAttention = options.flashAttention ?? defaultFlashAttention(layers);
     const context = await model.createContext({ contextSize: options.ctx, sequences: 1, threads, ...(flashAttention === undefined ? {} : { flashAttention }) });
     if (host.isStopping) return;
+    if (pacedGate !== null) pacedGate.lastStepFit = lastStepFitFor({ threads, ...layers });
     const sequence = context.getSequence();
     const stepPath = chooseStepPath({ llama, model, context, sequence });
     engine = { llama, model, context, sequence, chatWrapper: resolveChatWrapper(model), stepPath };
