@@ -21,8 +21,7 @@ import {
   usageOf,
   type ResponseMeta,
 } from '../../electron/core/engines/builtin/openai-api.js';
-import { HUGE_PAGE_TUNABLE, bindingKeepsThreads, builtinHostEnv, defaultFlashAttention, defaultThreads, hostTunables, lastStepFitFor } from '../../electron/core/engines/builtin/defaults.js';
-import { LAST_STEP_FIT, TEAM_LAST_STEP_FIT } from '../../electron/core/pacer/gate.js';
+import { HUGE_PAGE_TUNABLE, bindingKeepsThreads, builtinHostEnv, defaultFlashAttention, defaultThreads, hostTunables, decodesWithCpuTeam } from '../../electron/core/engines/builtin/defaults.js';
 import { parseHostArgs } from '../../electron/core/engines/builtin/engine-host.js';
 import { allowedHosts } from '../../electron/core/api/http.js';
 import { buildPropsBlock, type GpuPeersView } from '../../electron/core/registry/view.js';
@@ -391,13 +390,12 @@ describe('builtin engine: default threads', () => {
     expect(defaultThreads({ mathCores: 8, keepsThreads: false, offloadedLayers: 0, totalLayers: 0 })).toBe(7);
   });
 
-  it("asks the gate to fit a window's last step whole for a team of CPU threads, half of it otherwise", () => {
-    expect(lastStepFitFor({ threads: 2, offloadedLayers: 0, totalLayers: 5 })).toBe(TEAM_LAST_STEP_FIT);
-    expect(lastStepFitFor({ threads: 16, offloadedLayers: 3, totalLayers: 5 })).toBe(TEAM_LAST_STEP_FIT);
-    expect(lastStepFitFor({ threads: 1, offloadedLayers: 0, totalLayers: 5 })).toBe(LAST_STEP_FIT);
+  it('decodes with a team of CPU threads with more than one thread and layers on the CPU', () => {
+    expect(decodesWithCpuTeam({ threads: 2, offloadedLayers: 0, totalLayers: 5 })).toBe(true);
+    expect(decodesWithCpuTeam({ threads: 16, offloadedLayers: 3, totalLayers: 5 })).toBe(true);
+    expect(decodesWithCpuTeam({ threads: 1, offloadedLayers: 0, totalLayers: 5 })).toBe(false);
     // Every layer on a GPU: the CPU threads only feed it.
-    expect(lastStepFitFor({ threads: 4, offloadedLayers: 5, totalLayers: 5 })).toBe(LAST_STEP_FIT);
-    expect(TEAM_LAST_STEP_FIT).toBeGreaterThan(LAST_STEP_FIT);
+    expect(decodesWithCpuTeam({ threads: 4, offloadedLayers: 5, totalLayers: 5 })).toBe(false);
   });
 
   it('reads whether the binding keeps its threads from llama.cpp\'s system info', () => {

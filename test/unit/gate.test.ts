@@ -4,7 +4,7 @@ import { FakeClock } from '../../electron/core/clock.js';
 import { decodeSegment, encodeEmptySegment, encodeSlot } from '../../electron/core/registry/codec.js';
 import { judgeOneShot } from '../../electron/core/registry/liveness.js';
 import { resolvePeers } from '../../electron/core/registry/view.js';
-import { CooperativeGate, LAST_STEP_FIT, PREPARE_US, TEAM_LAST_STEP_FIT, START_LEAD_US, VIEW_MAX_AGE_US, WAIT_REREAD_US, decideGate, type GateDecision, type GateRegistry, type Sleep } from '../../electron/core/pacer/gate.js';
+import { CooperativeGate, LAST_STEP_FIT, PREPARE_US, TEAM_LAST_STEP_FIT, TEAM_WHOLE_STEP_MAX_US, START_LEAD_US, VIEW_MAX_AGE_US, WAIT_REREAD_US, decideGate, lastStepFit, type GateDecision, type GateRegistry, type Sleep } from '../../electron/core/pacer/gate.js';
 
 /** A registry in memory: each gate publishes into its own slot; peers() reads them all. */
 class MemoryRegistry {
@@ -306,45 +306,54 @@ describe('decideGate', () => {
     expect(decideGate(peers, 1, start + 118_000, { nextStepUs: 5_000, leadUs: START_LEAD_US })).toMatchObject({ kind: 'wait', waitUs: 82_000 - START_LEAD_US });
   });
 
-  it("a team's step goes only when all of it fits in what is left of the window", () => {
+  it("a team's short step goes only when all of it fits in what is left of the window; a long one when half does", () => {
     const clock = new FakeClock();
     const registry = new MemoryRegistry(clock);
     registry.join(0, 2, true);
     registry.join(1, 1, true);
     const peers = registry.peers();
     atPeriodStart(clock, 120_000);
-    const at75 = clock.wallUs() + 75_000;
-    expect(TEAM_LAST_STEP_FIT).toBe(1);
-    const team = (nextStepUs: number): GateDecision => decideGate(peers, 0, at75, { nextStepUs, lastStepFit: TEAM_LAST_STEP_FIT });
-    // 5 ms left of slot 0's [0, 80 ms): a 5 ms step fits and goes; a 6 ms one, which half a step's
-    // rule lets go, waits for the next window (45 ms away).
-    expect(team(4_000).kind).toBe('in-window');
-    expect(team(5_000).kind).toBe('in-window');
-    expect(decideGate(peers, 0, at75, { nextStepUs: 6_000 }).kind).toBe('in-window');
-    expect(team(6_000)).toMatchObject({ kind: 'wait', waitUs: 45_000 });
-    // A step longer than the window still starts when it can.
-    expect(team(90_000).kind).toBe('in-window');
+    // 1.5 ms left of slot 0's [0, 80 ms).
+    const at785 = clock.wallUs() + 78_500;
+    const team = (nextStepUs: number): GateDecision => decideGate(peers, 0, at785, { nextStepUs, cpuTeam: true });
+    expect(team(1_000).kind).toBe('in-window');
+    expect(team(1_500).kind).toBe('in-window');
+    // A 1.8 ms step: half a step's rule lets it go, a team's waits for the next window (41.5 ms away).
+    expect(decideGate(peers, 0, at785, { nextStepUs: 1_800 }).kind).toBe('in-window');
+    expect(team(1_800)).toMatchObject({ kind: 'wait', waitUs: 41_500 });
+    // Longer than TEAM_WHOLE_STEP_MAX_US: half of it fitting is enough again.
+    expect(team(3_000).kind).toBe('in-window');
+    expect(team(3_002)).toMatchObject({ kind: 'wait', waitUs: 41_500 });
   });
 
-  it("a gate told its engine decodes with a team holds a step that would run past the window's end", async () => {
-    const run = async (lastStepFit: number | null): Promise<GateDecision> => {
+  it('asks all of a short step of a team to fit, half of a long one, and half of anyone else\'s', () => {
+    expect(TEAM_LAST_STEP_FIT).toBe(1);
+    expect(lastStepFit(true, 700)).toBe(TEAM_LAST_STEP_FIT);
+    expect(lastStepFit(true, TEAM_WHOLE_STEP_MAX_US)).toBe(TEAM_LAST_STEP_FIT);
+    expect(lastStepFit(true, TEAM_WHOLE_STEP_MAX_US + 1)).toBe(LAST_STEP_FIT);
+    expect(lastStepFit(false, 700)).toBe(LAST_STEP_FIT);
+  });
+
+  it("a gate told its engine decodes with a team holds a short step that would run past the window's end", async () => {
+    const run = async (cpuTeam: boolean): Promise<GateDecision> => {
       const clock = new FakeClock();
       const registry = new MemoryRegistry(clock);
       registry.join(1, 1, true);
       const { sleep } = fakeSleep(clock);
       const gate = new CooperativeGate(registry.join(0, 2, true), clock, sleep);
-      if (lastStepFit !== null) gate.lastStepFit = lastStepFit;
+      gate.cpuTeam = cpuTeam;
       atPeriodStart(clock, 120_000);
-      // 9 ms steps in slot 0's [0, 80 ms): at 72 ms, 8 ms are left for the next.
-      let decision: GateDecision = await gate.afterStep(9_000);
-      for (let t = 9_000; t <= 72_000; t += 9_000) {
-        clock.advance(9_000);
-        decision = await gate.afterStep(9_000);
+      // 1.3 ms steps in slot 0's [0, 80 ms): after 61 of them, at 79.3 ms, 0.7 ms are left for
+      // the next: more than half of it fits, not all.
+      let decision: GateDecision = await gate.afterStep(1_300);
+      for (let step = 1; step <= 61; step++) {
+        clock.advance(1_300);
+        decision = await gate.afterStep(1_300);
       }
       return decision;
     };
-    expect((await run(null)).kind).toBe('in-window');
-    expect((await run(TEAM_LAST_STEP_FIT)).kind).toBe('wait');
+    expect((await run(false)).kind).toBe('in-window');
+    expect((await run(true)).kind).toBe('wait');
   });
 
   it("with a lead, lets a window's first step go that long before the window, for its dispatch, and no earlier", () => {

@@ -66,8 +66,8 @@ export interface StepPlan {
   nextStepUs?: number;
   /** How long before the window starts a step may go (the cooperative gate's START_LEAD_US). */
   leadUs?: number;
-  /** The part of the step that must fit in what is left of the window (LAST_STEP_FIT). */
-  lastStepFit?: number;
+  /** The engine decodes with a team of CPU threads (lastStepFit). */
+  cpuTeam?: boolean;
 }
 
 /** The decision for one step. Pure: peers and time in, decision out. A step of which less than
@@ -76,7 +76,7 @@ export interface StepPlan {
  *  end: at most one step, what the `+ 2 tokens` of the stall bound allows for). */
 export function decideGate(peers: readonly AlivePeer[], selfSlot: number | null, wallNowUs: number, plan: StepPlan = {}): GateDecision {
   if (selfSlot === null) return ALONE;
-  return freePass(peers, selfSlot) ?? decideInSchedule((plan.schedule ?? (() => scheduleOf(peers)))(), selfSlot, wallNowUs, plan.nextStepUs ?? 0, plan.leadUs ?? 0, plan.lastStepFit ?? LAST_STEP_FIT);
+  return freePass(peers, selfSlot) ?? decideInSchedule((plan.schedule ?? (() => scheduleOf(peers)))(), selfSlot, wallNowUs, plan.nextStepUs ?? 0, plan.leadUs ?? 0, plan.cpuTeam ?? false);
 }
 
 /** The schedule of the peers that have a share. Pure. */
@@ -99,7 +99,7 @@ export function scheduleOf(peers: readonly AlivePeer[]): Schedule {
  * 65–103 % (median 91.7 %) with 200 µs, alternated in one session. Late by a little costs less than
  * early. The previous window's engine is seldom still working at the start: its last step runs
  * past its end only when at least half of it fitted (LAST_STEP_FIT), by an eighth of a step on
- * average, and a team's last step not at all (TEAM_LAST_STEP_FIT). (The process gate has no lead: a continued engine runs at once.)
+ * average, and a team's short last step not at all (TEAM_LAST_STEP_FIT). (The process gate has no lead: a continued engine runs at once.)
  */
 export const START_LEAD_US = 50;
 
@@ -120,24 +120,39 @@ export const START_LEAD_US = 50;
 export const LAST_STEP_FIT = 0.5;
 
 /**
- * The same for an engine that decodes with a team of CPU threads (llama.cpp's threads, layers on
- * the CPU): all of the step must fit. Its last step run past the window's end shares the cores
- * with the next engine's team, and each team then waits at every barrier for a thread the other
- * holds off its core: through `serve` (two engines of two threads at 2:1 on two cores) a third of
- * the windows started beside the last one's straggling step, and their first six steps took
- * ~1.3 ms longer; a few stragglers were held through the whole other window (steps of 20–80 ms).
- * That costs both engines alike once a window, which pulls the time split towards 1 : 1; the idle
- * tail a whole fit leaves instead is ~0.3 ms at this model's 0.6–0.8 ms steps. Eleven pairs through
- * `serve`, alternated: time split 1.983 (median) against 1.952, steps held 20 ms or more 1–3 per
- * 10 s against 5–11; the token split 2.070 against 2.014, together the same (pacer/NOTES.md, "A
- * team's last step must fit whole"). With one thread, or on a GPU, two steps overlap without
- * barriers and the half-step rule stays.
+ * The same for a short step of an engine that decodes with a team of CPU threads (llama.cpp's
+ * threads, layers on the CPU): all of it must fit. Its last step run past the window's end shares
+ * the cores with the next engine's team, and each team then waits at every barrier for a thread
+ * the other holds off its core: through `serve` (two engines of two threads at 2:1 on two cores) a
+ * third of the windows started beside the last one's straggling step, and their first six steps
+ * took ~1–1.3 ms longer; a few stragglers were held through the whole other window (steps of
+ * 20–80 ms). That costs both engines alike once a window, which pulls the time split towards
+ * 1 : 1. Eleven pairs through `serve`, alternated: time split 1.983 (median) against 1.952, steps
+ * held 20 ms or more 1–3 per 10 s against 5–11; the token split 2.070 against 2.014, together the
+ * same (pacer/NOTES.md, "A team's last step must fit whole"). With one thread, or on a GPU, two
+ * steps overlap without barriers and the half-step rule stays.
  */
 export const TEAM_LAST_STEP_FIT = 1;
 
+/**
+ * A team's steps up to this long (µs) must fit whole. The whole fit leaves an idle tail of half a
+ * step on average where half a step's fit leaves an eighth, and runs past the end in half the
+ * windows instead: the whole fit is the cheaper while 3/8 of a step is less than half of what an
+ * overrun costs the next team (~1.3 ms), up to steps of ~1.7 ms. A longer step (a large model on
+ * the CPU: 18 ms at E1024/L12 here) would idle 9 ms of a 40 ms window on average, and keeps the
+ * half-step rule.
+ */
+export const TEAM_WHOLE_STEP_MAX_US = 2_000;
+
+/** The part of a step expected to take `stepUs` that must fit in what is left of the window, for
+ *  an engine that decodes with a team of CPU threads (`cpuTeam`) or not. Pure. */
+export function lastStepFit(cpuTeam: boolean, stepUs: number): number {
+  return cpuTeam && stepUs <= TEAM_WHOLE_STEP_MAX_US ? TEAM_LAST_STEP_FIT : LAST_STEP_FIT;
+}
+
 /** The decision when someone else is active: follow the schedule, letting a step go `leadUs`
  *  before the window starts. Pure. */
-function decideInSchedule(schedule: Schedule, selfSlot: number, wallNowUs: number, nextStepUs: number, leadUs: number, lastStepFit: number): GateDecision {
+function decideInSchedule(schedule: Schedule, selfSlot: number, wallNowUs: number, nextStepUs: number, leadUs: number, cpuTeam: boolean): GateDecision {
   const untilUs = usUntilWindow(schedule, selfSlot, wallNowUs);
   // Our own record may not show us active yet (the registry is read before our update lands).
   if (untilUs === null) return { kind: 'not-scheduled' };
@@ -146,7 +161,7 @@ function decideInSchedule(schedule: Schedule, selfSlot: number, wallNowUs: numbe
   const window = nextStepUs > 0 && untilUs === 0 ? windowOf(schedule, selfSlot) : undefined;
   if (window !== undefined && nextStepUs <= window.lengthUs && window.lengthUs < schedule.periodUs) {
     const leftUs = usUntilWindowEnd(schedule, selfSlot, wallNowUs);
-    if (nextStepUs * lastStepFit > leftUs) return { kind: 'wait', schedule, waitUs: leftUs + schedule.periodUs - window.lengthUs - leadUs };
+    if (nextStepUs * lastStepFit(cpuTeam, nextStepUs) > leftUs) return { kind: 'wait', schedule, waitUs: leftUs + schedule.periodUs - window.lengthUs - leadUs };
   }
   return { kind: 'in-window', schedule };
 }
@@ -242,9 +257,9 @@ export class CooperativeGate {
   private expectedStepUs: number | null = null;
   /** How far past our window's end each last-step-of-a-window ran. */
   readonly overshoot = new OvershootLog();
-  /** The part of a window's last step that must fit in it: LAST_STEP_FIT, or TEAM_LAST_STEP_FIT
-   *  once the engine knows it decodes with a team of CPU threads. */
-  lastStepFit = LAST_STEP_FIT;
+  /** The engine decodes with a team of CPU threads: its short last steps must fit whole
+   *  (lastStepFit). Set by the engine once it knows. */
+  cpuTeam = false;
   readonly stats: GateStats = { steps: 0, sleeps: 0, sleptUs: 0, decisions: { alone: 0, 'others-idle': 0, 'in-window': 0, 'not-scheduled': 0, wait: 0 } };
 
   constructor(
@@ -286,7 +301,7 @@ export class CooperativeGate {
       await this.sleep(napUs, !reread);
       if (reread) this.view = null;
       const woke = this.clock.monoUs();
-      decision = decideGate(this.peers(woke), this.registry.selfSlot(), this.clock.wallUs(), { schedule: () => this.schedule(woke), nextStepUs: this.expectedStep(), leadUs: START_LEAD_US, lastStepFit: this.lastStepFit });
+      decision = decideGate(this.peers(woke), this.registry.selfSlot(), this.clock.wallUs(), { schedule: () => this.schedule(woke), nextStepUs: this.expectedStep(), leadUs: START_LEAD_US, cpuTeam: this.cpuTeam });
     }
     // Without a sleep, the step's own reading of the clock will do.
     this.lastReturnMonoUs = first.kind === 'wait' ? this.clock.monoUs() : now;
@@ -307,7 +322,7 @@ export class CooperativeGate {
     const wallNow = this.clock.wallUs();
     // The expected step is only worked out here, when someone else is active: a lone engine's
     // steps (the common case, every token) pay nothing for it.
-    const decision = decideInSchedule(this.schedule(nowMonoUs), slot, wallNow, this.expectedStep(), START_LEAD_US, this.lastStepFit);
+    const decision = decideInSchedule(this.schedule(nowMonoUs), slot, wallNow, this.expectedStep(), START_LEAD_US, this.cpuTeam);
     if (decision.kind === 'wait' && this.stepStartedInWindow) this.overshoot.record(usSinceWindowEnd(decision.schedule, slot, wallNow));
     return decision;
   }

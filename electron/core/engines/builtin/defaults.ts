@@ -1,7 +1,7 @@
 /**
  * The built-in engine's defaults where neither its profile nor a flag says: how many threads it
- * decodes with, whether it uses flash attention, and how much of a window's last step must fit.
- * Pure.
+ * decodes with, whether it uses flash attention, and whether it decodes with a team of CPU
+ * threads (which the gate asks of a window's last step). Pure.
  *
  * Threads.
  *
@@ -34,7 +34,6 @@
  * So it is off while any layer (and so its attention) runs on the CPU, and llama.cpp's choice
  * where every layer is on a GPU, whose kernels are the reason to have it.
  */
-import { LAST_STEP_FIT, TEAM_LAST_STEP_FIT } from '../../pacer/gate.js';
 
 export interface ThreadFacts {
   /** Physical cores worth decoding on (node-llama-cpp's `cpuMathCores`; at least 1). */
@@ -54,11 +53,11 @@ export function defaultThreads(facts: ThreadFacts): number {
   return facts.keepsThreads ? cores : Math.max(1, cores - 1);
 }
 
-/** The part of a window's last step that must fit in it (the gate's `lastStepFit`): all of it
- *  for a decode by a team of CPU threads, whose steps run past a window's end at the cost of both
- *  teams' barriers; half otherwise (one thread, or every layer on a GPU). Pure. */
-export function lastStepFitFor(facts: Pick<ThreadFacts, 'offloadedLayers' | 'totalLayers'> & { threads: number }): number {
-  return facts.threads > 1 && !allOnGpu(facts) ? TEAM_LAST_STEP_FIT : LAST_STEP_FIT;
+/** Whether the engine decodes with a team of CPU threads (the gate's `cpuTeam`): more than one
+ *  thread with layers on the CPU, whose steps run past a window's end at the cost of both teams'
+ *  barriers. Not with one thread, nor with every layer on a GPU (the threads only feed it). Pure. */
+export function decodesWithCpuTeam(facts: Pick<ThreadFacts, 'offloadedLayers' | 'totalLayers'> & { threads: number }): boolean {
+  return facts.threads > 1 && !allOnGpu(facts);
 }
 
 /** Whether a binding keeps its thread team between computations, from llama.cpp's system info

@@ -46,7 +46,7 @@ import { Host, sendError } from './http.js';
 import { errorText } from '../../error-text.js';
 import { ENGINE_SECRET_ENV } from '../engine-secret.js';
 import { vulkanPinningWarning } from '../device-pinning.js';
-import { bindingKeepsThreads, defaultFlashAttention, defaultThreads, lastStepFitFor } from './defaults.js';
+import { bindingKeepsThreads, defaultFlashAttention, defaultThreads, decodesWithCpuTeam } from './defaults.js';
 import { chooseStepPath } from './steps.js';
 import { isEntryPoint } from '../../entry-point.js';
 
@@ -440,7 +440,7 @@ async function main(argv: readonly string[]): Promise<void> {
     const flashAttention = options.flashAttention ?? defaultFlashAttention(layers);
     const context = await model.createContext({ contextSize: options.ctx, sequences: 1, threads, ...(flashAttention === undefined ? {} : { flashAttention }) });
     if (host.isStopping) return;
-    if (pacedGate !== null) pacedGate.lastStepFit = lastStepFitFor({ threads, ...layers });
+    if (pacedGate !== null) pacedGate.cpuTeam = decodesWithCpuTeam({ threads, ...layers });
     const sequence = context.getSequence();
     const stepPath = chooseStepPath({ llama, model, context, sequence });
     engine = { llama, model, context, sequence, chatWrapper: resolveChatWrapper(model), stepPath };
