@@ -18,6 +18,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ProfileStore } from '../../electron/core/engines/profiles.js';
+import { ONE_CALL_STEPS_LOGGED } from '../../electron/core/engines/builtin/engine-host.js';
 import type { AppState } from '../../electron/core/contract.js';
 import { loadRegistryHelper } from '../../native/helper.js';
 import { findLlamaServer, freePort } from '../fixtures/llama-server.js';
@@ -176,6 +177,7 @@ async function runSetup(setup: ServeSetup, server: string | null, measureS: numb
     const loadedState = await appState();
     const threadsLine = loadedState.engines.find((e) => e.profileId === 'w2')?.logTail.find((line) => /model loaded/.test(line)) ?? '';
     const threads = setup === 'llama-server' ? null : Number(/(\d+) threads/.exec(threadsLine)?.[1] ?? Number.NaN);
+    const oneCallSteps = threadsLine.includes(`decode steps ${ONE_CALL_STEPS_LOGGED}`);
     // Then both together, as measured later (LLAMA_WARM_S: V8 optimises the paced engine's code).
     if (warmS > 0) {
       const warming = ['w2', 'w1'].map((id) => startClient(served, setup, id, config.requestTokens, wallUs));
@@ -199,8 +201,9 @@ async function runSetup(setup: ServeSetup, server: string | null, measureS: numb
     const fromUs = heavy.mark();
     light.mark();
     const pids = [pidOf('w2'), pidOf('w1')];
-    // The built-in hosts' decode threads apart (a llama-server's threads are not split so).
-    const hosts = setup === 'llama-server' ? [] : pids;
+    // The built-in hosts' decode threads apart (a llama-server's threads are not split so, and a
+    // host that decodes in one call a token decodes on its JavaScript thread: nothing to split).
+    const hosts = setup === 'llama-server' || oneCallSteps ? [] : pids;
     const cpuFrom = pids.map(treeCpuUs);
     const threadsFrom = hosts.map((pid) => threadCpuNs(pid));
     await sleep(measureS * 1000);
@@ -377,7 +380,7 @@ export async function serveBenchMain(args: ServeMainArgs, outDir: string): Promi
   else {
     console.log('');
     console.log(serveTable(results));
-    console.log(`\nsolo = the weight-2 engine alone, before the other starts and after it stops; together = both streaming back to back, tok/s each; agg % solo = their sum over solo; split = weight-2 tokens over weight-1 (target 2.000); CPU split = the same for each engine's process tree's CPU time; decode threads = the same for the built-in hosts' threads but the JavaScript thread (the nearest to a GPU's time).${args.repeat > 1 ? `\nevery figure is the median of ${args.repeat} runs (each run's in the JSON, under "runs")` : ''}\n${report.duration_s} s; wrote bench-results/pacing-serve.json`);
+    console.log(`\nsolo = the weight-2 engine alone, before the other starts and after it stops; together = both streaming back to back, tok/s each; agg % solo = their sum over solo; split = weight-2 tokens over weight-1 (target 2.000); CPU split = the same for each engine's process tree's CPU time; decode threads = the same for the built-in hosts' threads but the JavaScript thread (the nearest to a GPU's time; — for a host that decodes on its JavaScript thread, one call a token).${args.repeat > 1 ? `\nevery figure is the median of ${args.repeat} runs (each run's in the JSON, under "runs")` : ''}\n${report.duration_s} s; wrote bench-results/pacing-serve.json`);
   }
   return results.length > 0 ? 0 : 1;
 }

@@ -12,9 +12,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseGateTrace } from '../../electron/core/pacer/trace.js';
-import { medianOf } from '../../electron/core/pacer/gate.js';
 import { windowsOf, type TraceSchedule } from './pacing-trace.js';
-import { round, textTable } from './pacing-stats.js';
+import { median as medianOrZero, round, textTable } from './pacing-stats.js';
 
 /** A step: its start (wall µs) and its length (µs). */
 export type Step = readonly [startUs: number, us: number];
@@ -68,7 +67,7 @@ const EARLY_US = 3_000;
 /** A window's first steps, whose cost an overlapped start raises. */
 const FIRST_STEPS = 6;
 
-const median = (values: readonly number[]): number | null => (values.length === 0 ? null : medianOf(values));
+const median = (values: readonly number[]): number | null => (values.length === 0 ? null : medianOrZero(values));
 const mean = (values: readonly number[]): number | null => (values.length === 0 ? null : values.reduce((sum, v) => sum + v, 0) / values.length);
 
 /** Each window of `slot` in the interval (as [start, end) wall µs) with the steps that started in

@@ -99,7 +99,8 @@ export function scheduleOf(peers: readonly AlivePeer[]): Schedule {
  * 65–103 % (median 91.7 %) with 200 µs, alternated in one session. Late by a little costs less than
  * early. The previous window's engine is seldom still working at the start: its last step runs
  * past its end only when at least half of it fitted (LAST_STEP_FIT), by an eighth of a step on
- * average, and a team's short last step not at all (TEAM_LAST_STEP_FIT). (The process gate has no lead: a continued engine runs at once.)
+ * average, and a team's short last step not at all (TEAM_LAST_STEP_FIT). (The process gate has no
+ * lead: a continued engine runs at once.)
  */
 export const START_LEAD_US = 50;
 

@@ -239,6 +239,10 @@ function flushAndExit(code: number): void {
   }
 }
 
+/** How the "model loaded" line names one-call decode steps (steps.ts), which run on the
+ *  JavaScript thread (the benchmark reads it there). */
+export const ONE_CALL_STEPS_LOGGED = 'direct, one call a token';
+
 async function main(argv: readonly string[]): Promise<void> {
   const parsed = parseHostArgs(argv);
   if (!parsed.ok) {
@@ -447,7 +451,7 @@ async function main(argv: readonly string[]): Promise<void> {
     log(
       'info',
       `model loaded: ${options.alias} (${model.fileInsights.totalLayers} layers, ctx ${context.contextSize}, ${threads} threads, flash attention ${flashAttention === undefined ? 'auto' : flashAttention ? 'on' : 'off'}, ` +
-        `gpu ${llama.gpu === false ? 'none' : llama.gpu}, ${llama.buildType === 'localBuild' ? 'binding built here' : 'prebuilt binding'}${keepsThreads ? ' with OpenMP' : ''}, chat template ${engine.chatWrapper.wrapperName}, decode steps ${stepPath.path === 'direct' && stepPath.internals.oneCallStep ? 'direct, one call a token' : stepPath.path}) in ${((monotonicUs() - loadStarted) / 1e6).toFixed(2)} s`,
+        `gpu ${llama.gpu === false ? 'none' : llama.gpu}, ${llama.buildType === 'localBuild' ? 'binding built here' : 'prebuilt binding'}${keepsThreads ? ' with OpenMP' : ''}, chat template ${engine.chatWrapper.wrapperName}, decode steps ${stepPath.path === 'direct' && stepPath.internals.oneCallStep ? ONE_CALL_STEPS_LOGGED : stepPath.path}) in ${((monotonicUs() - loadStarted) / 1e6).toFixed(2)} s`,
     );
     if (stepPath.path === 'evaluate') log('info', `decode steps through node-llama-cpp's sequence.evaluate: ${stepPath.why}`);
   } catch (error) {
