@@ -128,8 +128,8 @@ export const LAST_STEP_FIT = 0.5;
  * third of the windows started beside the last one's straggling step, and their first six steps
  * took ~1–1.3 ms longer; a few stragglers were held through the whole other window (steps of
  * 20–80 ms). That costs both engines alike once a window, which pulls the time split towards
- * 1 : 1. Eleven pairs through `serve`, alternated: time split 1.983 (median) against 1.952, steps
- * held 20 ms or more 1–3 per 10 s against 5–11; the token split 2.070 against 2.014, together the
+ * 1 : 1. Fifteen pairs through `serve`, alternated: time split 1.983 (median) against 1.968, steps
+ * held 20 ms or more 0–4 per 10 s against 3–13; the token split 2.070 against 2.017, together the
  * same (pacer/NOTES.md, "A team's last step must fit whole"). With one thread, or on a GPU, two
  * steps overlap without barriers and the half-step rule stays.
  */
