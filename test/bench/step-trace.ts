@@ -134,6 +134,7 @@ export function analyseSteps(input: StepTraceInput): StepTraceFindings[] {
       const firstSix = steps.slice(0, FIRST_STEPS).reduce((sum, [, us]) => sum + us, 0);
       (theirs !== undefined && theirs[0] + theirs[1] - first[0] >= OVERLAP_US ? overlapped : clean).push(firstSix);
     }
+    const pastEnd = lastEnds.filter((us) => us > 0).length;
     const toMs = (value: number | null): number | null => (value === null ? null : round(value / 1000, 2));
     const wholeUs = (value: number | null): number | null => (value === null ? null : round(value, 0));
     return {
@@ -144,7 +145,7 @@ export function analyseSteps(input: StepTraceInput): StepTraceFindings[] {
       stepsPerWindow: round(mean(windows.map((w) => w.steps.length)) ?? 0, 1),
       byPlaceUs: { first: wholeUs(mean(places[0] ?? [])), secondToSixth: wholeUs(mean(places[1] ?? [])), seventhTo21st: wholeUs(mean(places[2] ?? [])), later: wholeUs(mean(places[3] ?? [])) },
       gapUs: wholeUs(mean(gaps)),
-      lastStepEnd: { medianUs: wholeUs(median(lastEnds)), pastEnd: lastEnds.filter((us) => us > 0).length, pastEndPct: lastEnds.length === 0 ? 0 : round((lastEnds.filter((us) => us > 0).length / lastEnds.length) * 100, 1) },
+      lastStepEnd: { medianUs: wholeUs(median(lastEnds)), pastEnd, pastEndPct: lastEnds.length === 0 ? 0 : round((pastEnd / lastEnds.length) * 100, 1) },
       overlappedStarts: { windows: overlapped.length, pct: windows.length === 0 ? 0 : round((overlapped.length / windows.length) * 100, 1), firstSixMs: toMs(mean(overlapped)), cleanFirstSixMs: toMs(mean(clean)) },
       longSteps: long,
       heldSteps: held,

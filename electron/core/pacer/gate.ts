@@ -76,7 +76,7 @@ export interface StepPlan {
  *  end: at most one step, what the `+ 2 tokens` of the stall bound allows for). */
 export function decideGate(peers: readonly AlivePeer[], selfSlot: number | null, wallNowUs: number, plan: StepPlan = {}): GateDecision {
   if (selfSlot === null) return ALONE;
-  return freePass(peers, selfSlot) ?? decideInSchedule((plan.schedule ?? (() => scheduleOf(peers)))(), selfSlot, wallNowUs, plan.nextStepUs ?? 0, plan.leadUs ?? 0, plan.cpuTeam ?? false);
+  return freePass(peers, selfSlot) ?? decideInSchedule(plan.schedule?.() ?? scheduleOf(peers), selfSlot, wallNowUs, plan.nextStepUs ?? 0, plan.leadUs ?? 0, plan.cpuTeam ?? false);
 }
 
 /** The schedule of the peers that have a share. Pure. */
@@ -99,8 +99,8 @@ export function scheduleOf(peers: readonly AlivePeer[]): Schedule {
  * 65–103 % (median 91.7 %) with 200 µs, alternated in one session. Late by a little costs less than
  * early. The previous window's engine is seldom still working at the start: its last step runs
  * past its end only when at least half of it fitted (LAST_STEP_FIT), by an eighth of a step on
- * average, and a team's short last step not at all (TEAM_LAST_STEP_FIT). (The process gate has no
- * lead: a continued engine runs at once.)
+ * average, and a team's short last step only when it takes longer than expected
+ * (TEAM_LAST_STEP_FIT). (The process gate has no lead: a continued engine runs at once.)
  */
 export const START_LEAD_US = 50;
 
