@@ -44,7 +44,7 @@ const PACING_USAGE = `usage: npm run bench:pacing -- [flags]
                            [--scenarios …] [--measure-s S] [--warm-s S] [--repeat N] [--cores E,H] [--resume-cost] [--json]
                            [--trace FILE: each run's per-window trace (≤ 10 s) and its analysis]
                            [--stop-method sigstop|cuda-lock: how gate stops an engine]
-  as a user runs them      --serve [--setups builtin,builtin-1,llama-server] [--measure-s S] [--warm-s S] [--repeat N] [--json]
+  as a user runs them      --serve [--setups builtin,builtin-1,llama-server] [--measure-s S] [--blocks N] [--warm-s S] [--repeat N] [--json]
                            [--trace DIR: the built-in engines' decode steps, and where their windows went]`;
 
 type Mode = 'free' | 'coop' | 'gate' | 'static' | 'builtin-free' | 'builtin';
@@ -641,7 +641,7 @@ function table(results: ScenarioResult[]): string {
 }
 
 async function main(): Promise<void> {
-  const values = flagsOrExit('bench:pacing', PACING_USAGE, { quick: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, builtin: { type: 'boolean', default: false }, 'token-ms': { type: 'string' }, modes: { type: 'string' }, scenarios: { type: 'string' }, 'measure-s': { type: 'string' }, 'warm-s': { type: 'string' }, repeat: { type: 'string' }, gpu: { type: 'boolean', default: false }, 'llama-server': { type: 'boolean', default: false }, cores: { type: 'string' }, 'resume-cost': { type: 'boolean', default: false }, engine: { type: 'string' }, serve: { type: 'boolean', default: false }, setups: { type: 'string' }, trace: { type: 'string' }, 'stop-method': { type: 'string' } });
+  const values = flagsOrExit('bench:pacing', PACING_USAGE, { quick: { type: 'boolean', default: false }, json: { type: 'boolean', default: false }, builtin: { type: 'boolean', default: false }, 'token-ms': { type: 'string' }, modes: { type: 'string' }, scenarios: { type: 'string' }, 'measure-s': { type: 'string' }, 'warm-s': { type: 'string' }, repeat: { type: 'string' }, gpu: { type: 'boolean', default: false }, 'llama-server': { type: 'boolean', default: false }, cores: { type: 'string' }, 'resume-cost': { type: 'boolean', default: false }, engine: { type: 'string' }, serve: { type: 'boolean', default: false }, setups: { type: 'string' }, blocks: { type: 'string' }, trace: { type: 'string' }, 'stop-method': { type: 'string' } });
   const repeat = values.repeat === undefined ? 1 : Number(values.repeat);
   if (!Number.isInteger(repeat) || repeat < 1 || repeat > 20) {
     console.error(`--repeat: must be a whole number of runs from 1 to 20 (got ${values.repeat})`);
@@ -667,13 +667,22 @@ async function main(): Promise<void> {
     console.error('--setups: goes with --serve (the setups it runs)');
     process.exit(2);
   }
+  const blocks = values.blocks === undefined ? undefined : Number(values.blocks);
+  if (blocks !== undefined && !values.serve) {
+    console.error('--blocks: goes with --serve (its blocks of both engines at once)');
+    process.exit(2);
+  }
+  if (blocks !== undefined && (!Number.isInteger(blocks) || blocks < 1 || blocks > 20)) {
+    console.error(`--blocks: must be a whole number of blocks from 1 to 20 (got ${values.blocks})`);
+    process.exit(2);
+  }
   if (values.serve) {
     if (values.gpu || values['llama-server'] || values.builtin || values['resume-cost'] || values.engine !== undefined || values.modes !== undefined || values.scenarios !== undefined || values.cores !== undefined) {
-      console.error('--serve: runs on its own (with --setups, --measure-s, --warm-s, --repeat, --trace, --json), not with the pinned benchmarks\' flags');
+      console.error('--serve: runs on its own (with --setups, --measure-s, --blocks, --warm-s, --repeat, --trace, --json), not with the pinned benchmarks\' flags');
       process.exit(2);
     }
     const { serveBenchMain } = await import('./pacing-serve.js');
-    process.exitCode = await serveBenchMain({ setups: values.setups, measureS: values['measure-s'] === undefined ? undefined : MEASURE_S, warmS, repeat, json: values.json, trace: values.trace }, join(ROOT, 'bench-results'));
+    process.exitCode = await serveBenchMain({ setups: values.setups, measureS: values['measure-s'] === undefined ? undefined : MEASURE_S, blocks, warmS, repeat, json: values.json, trace: values.trace }, join(ROOT, 'bench-results'));
     return;
   }
   if (values.engine !== undefined && !values.gpu && !values['llama-server']) {

@@ -4,8 +4,8 @@
  * setting at its default (threads included), nothing pinned, every request through the gateway's
  * `/v1/completions`, engines launched on demand by their first request. For each setup (the
  * built-in engine at its default threads, the built-in engine at one thread, a llama-server at its
- * defaults when one is built) one row: the weight-2 engine alone (before and after), both at once
- * (their sum as % of solo), and the token split (target 2).
+ * defaults when one is built) one row: the weight-2 engine alone, both at once (their sum as % of
+ * solo), and the token split (target 2), alone and together in alternating blocks (serveBlocks).
  *
  * The device is a simulated one with a key of this run's own (`--sim`), so that the registry is
  * not the machine's `cpu-0` that other runs may share; the engines decode on the CPU all the same.
@@ -25,8 +25,8 @@ import { findLlamaServer, freePort } from '../fixtures/llama-server.js';
 import { startServe, type Served } from '../fixtures/serve.js';
 import { sseData } from '../fixtures/sse.js';
 import { LLAMA_MODELS, LLAMA_WARM_S, llamaBenchModel, treeCpuUs } from './pacing-llama.js';
-import { otherThreadsRatio, threadCpuNs } from './thread-cpu.js';
-import { counterAt, median, round, splitOf, textTable } from './pacing-stats.js';
+import { otherThreadsSpentNs, threadCpuNs, type ThreadCpuNs } from './thread-cpu.js';
+import { blockFigures, counterAt, median, round, serveBlocks, splitOf, textTable, type CountedBlock } from './pacing-stats.js';
 import { analyseSteps, readSteps, stepTraceTable, type StepTraceFindings } from './step-trace.js';
 import { PACER_TRACE_ENV } from '../../electron/core/pacer/trace.js';
 
@@ -42,14 +42,35 @@ const SETUP_LABEL: Readonly<Record<ServeSetup, string>> = {
 /** Seconds measured for solo and for both at once unless --measure-s says otherwise. */
 export const SERVE_MEASURE_S = 8;
 
+/** Blocks of both at once, each between two of the weight-2 engine alone, unless --blocks says
+ *  otherwise (serveBlocks). */
+export const SERVE_BLOCKS = 4;
+
+/** The shortest block measured: a few of the 400-token requests. */
+const MIN_BLOCK_S = 1;
+
+/** After the light engine's activity changed in the registry, this long before a block is
+ *  measured: the other engine's gate reads the registry at most 100 ms late (VIEW_MAX_AGE_US), and
+ *  the light engine's first window after a pause starts cold. */
+const SETTLE_MS = 500;
+
+/** How long the light engine's activity may take to show in the registry after its client
+ *  starts or stops (a built-in engine's clears within ~250 ms; one known by its CPU time, 2 s). */
+const ACTIVITY_TIMEOUT_MS = 15_000;
+
 export interface ServeResult {
   setup: ServeSetup;
   /** The threads the built-in engine said it loaded with (from its log); null for llama-server. */
   threads: number | null;
+  /** Blocks of both at once (serveBlocks). */
+  blocks: number;
   solo_tokps: number;
-  solo_before_after_tokps: [number, number];
+  /** The weight-2 engine alone in each solo block, in order (with --repeat, run after run). */
+  solo_blocks_tokps: number[];
   together_tokps: [number, number];
   aggregate_pct_of_solo: number;
+  /** Each together block's sum over the solo blocks beside it, % (with --repeat, run after run). */
+  together_blocks_pct: number[];
   /** Tokens of the weight-2 engine over the weight-1 engine's while both stream (target 2). */
   ratio: number | null;
   /** CPU time of each engine's process tree while both stream, the weight-2 engine's over the
@@ -64,6 +85,20 @@ export interface ServeResult {
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Waits until serve's registry view shows the engine of `profileId` active (or idle). */
+async function untilActivity(appState: () => Promise<AppState>, profileId: string, active: boolean): Promise<void> {
+  const deadline = Date.now() + ACTIVITY_TIMEOUT_MS;
+  for (;;) {
+    const state = await appState();
+    const engine = state.engines.find((e) => e.profileId === profileId && e.state === 'running');
+    const peer = engine === undefined ? undefined : state.devices.flatMap((d) => d.peers).find((p) => p.engineId === engine.id);
+    // An engine with no slot is idle as far as pacing goes.
+    if ((peer?.active ?? false) === active) return;
+    if (Date.now() > deadline) throw new Error(`engine ${profileId} did not go ${active ? 'active' : 'idle'} within ${ACTIVITY_TIMEOUT_MS / 1000} s of its client ${active ? 'starting' : 'stopping'} (${engine === undefined ? 'not running' : peer === undefined ? 'no registry slot' : 'its slot says otherwise'})`);
+    await sleep(100);
+  }
+}
 
 /** The body of one streamed `/v1/completions` request: the llama-server as in the pinned
  *  benchmark (greedy, never ending early, no byte tokens), the built-in engine sampled at
@@ -131,15 +166,16 @@ function startClient(served: Served, setup: ServeSetup, capability: string, toke
   };
 }
 
-function rate(counter: readonly [number, number][], fromUs: number, toUs: number, what: string): number {
+/** The tokens a client counted between two times. */
+function tokensBetween(counter: readonly [number, number][], fromUs: number, toUs: number, what: string): number {
   const a = counterAt(counter, fromUs);
   const b = counterAt(counter, toUs);
   if (a === null || b === null) throw new Error(`${what}: the client's token count (${counter.length} samples, ${counter[0]?.[0] ?? '—'}–${counter.at(-1)?.[0] ?? '—'} µs) does not span ${Math.round(fromUs)}–${Math.round(toUs)} µs`);
-  return (b - a) / ((toUs - fromUs) / 1e6);
+  return b - a;
 }
 
-/** One setup: serve, its two profiles, solo / together / solo. */
-async function runSetup(setup: ServeSetup, server: string | null, measureS: number, warmS: number, log: (line: string) => void, tracePrefix: string | null): Promise<ServeResult> {
+/** One setup: serve, its two profiles, solo and together in alternating blocks (serveBlocks). */
+async function runSetup(setup: ServeSetup, server: string | null, measureS: number, blocks: number, warmS: number, log: (line: string) => void, tracePrefix: string | null): Promise<ServeResult> {
   const helper = loadRegistryHelper();
   const wallUs = (): number => helper.wallUs();
   const config = LLAMA_MODELS.cpu;
@@ -191,56 +227,72 @@ async function runSetup(setup: ServeSetup, server: string | null, measureS: numb
     const heavy = startClient(served, setup, 'w2', config.requestTokens, wallUs);
     clients.push(heavy);
     await sleep(1_000);
-    const soloFrom = heavy.mark();
-    await sleep(measureS * 1000);
-    const soloBefore = rate(heavy.counter, soloFrom, heavy.mark(), 'w2 alone before');
-    const light = startClient(served, setup, 'w1', config.requestTokens, wallUs);
-    clients.push(light);
-    // Both active in the registry, the schedule settled.
-    await sleep(2_000);
-    const fromUs = heavy.mark();
-    light.mark();
     const pids = [pidOf('w2'), pidOf('w1')];
     // The built-in hosts' decode threads apart (a llama-server's threads are not split so, and a
     // host that decodes in one call a token decodes on its JavaScript thread: nothing to split).
     const hosts = setup === 'llama-server' || oneCallSteps ? [] : pids;
-    const cpuFrom = pids.map(treeCpuUs);
-    const threadsFrom = hosts.map((pid) => threadCpuNs(pid));
-    await sleep(measureS * 1000);
-    const toUs = heavy.mark();
-    light.counter.push([toUs, light.counter.at(-1)?.[1] ?? 0]);
-    const cpuTo = pids.map(treeCpuUs);
-    const threadsTo = hosts.map((pid) => threadCpuNs(pid));
-    // The schedule both followed, and each engine's slot in it, for the steps' windows.
-    const during = traced ? await appState() : null;
-    await light.stop();
-    // The light engine's slot goes idle (the activity window), then the heavy one alone again.
-    await sleep(3_000);
-    const afterFrom = heavy.mark();
-    await sleep(measureS * 1000);
-    const soloAfter = rate(heavy.counter, afterFrom, heavy.mark(), 'w2 alone after');
-    const together: [number, number] = [rate(heavy.counter, fromUs, toUs, 'w2 beside w1'), rate(light.counter, fromUs, toUs, 'w1 beside w2')];
-    const solo = (soloBefore + soloAfter) / 2;
-    const cpu = cpuTo.map((c, i) => c - (cpuFrom[i] ?? 0));
+    const cpu = [0, 0];
+    const decodeReadings: [ThreadCpuNs | null | undefined, ThreadCpuNs | null | undefined][][] = hosts.map(() => []);
+    const intervals: [number, number][] = [];
+    const counted: CountedBlock[] = [];
+    let during: AppState | null = null;
+    for (const block of serveBlocks(measureS, blocks)) {
+      if (block.kind === 'solo') {
+        // The light engine's slot goes idle (its activity clears), then the heavy one alone.
+        await untilActivity(appState, 'w1', false);
+        await sleep(SETTLE_MS);
+        const fromUs = heavy.mark();
+        await sleep(block.seconds * 1000);
+        const toUs = heavy.mark();
+        counted.push({ kind: 'solo', seconds: (toUs - fromUs) / 1e6, heavyTokens: tokensBetween(heavy.counter, fromUs, toUs, 'w2 alone'), lightTokens: 0 });
+        continue;
+      }
+      const light = startClient(served, setup, 'w1', config.requestTokens, wallUs);
+      clients.push(light);
+      // Both active in the registry, and the schedule settled.
+      await untilActivity(appState, 'w1', true);
+      await sleep(SETTLE_MS);
+      const fromUs = heavy.mark();
+      light.mark();
+      const cpuFrom = pids.map(treeCpuUs);
+      const threadsFrom = hosts.map((pid) => threadCpuNs(pid));
+      await sleep(block.seconds * 1000);
+      const toUs = heavy.mark();
+      light.counter.push([toUs, light.counter.at(-1)?.[1] ?? 0]);
+      const cpuTo = pids.map(treeCpuUs);
+      const threadsTo = hosts.map((pid) => threadCpuNs(pid));
+      // The schedule both followed, and each engine's slot in it, for the steps' windows.
+      if (traced && during === null) during = await appState();
+      await light.stop();
+      clients.splice(clients.indexOf(light), 1);
+      cpuTo.forEach((c, i) => (cpu[i] = (cpu[i] ?? 0) + c - (cpuFrom[i] ?? 0)));
+      threadsTo.forEach((to, i) => decodeReadings[i]?.push([threadsFrom[i], to]));
+      intervals.push([fromUs, toUs]);
+      counted.push({ kind: 'together', seconds: (toUs - fromUs) / 1e6, heavyTokens: tokensBetween(heavy.counter, fromUs, toUs, 'w2 beside w1'), lightTokens: tokensBetween(light.counter, fromUs, toUs, 'w1 beside w2') });
+    }
+    const figures = blockFigures(counted);
+    const decodeSpent = decodeReadings.map(otherThreadsSpentNs);
     const result: ServeResult = {
       setup,
       threads: threads !== null && Number.isNaN(threads) ? null : threads,
-      solo_tokps: round(solo, 1),
-      solo_before_after_tokps: [round(soloBefore, 1), round(soloAfter, 1)],
-      together_tokps: [round(together[0], 1), round(together[1], 1)],
-      aggregate_pct_of_solo: round(((together[0] + together[1]) / solo) * 100, 1),
-      ratio: splitOf(together[0], together[1]),
+      blocks,
+      solo_tokps: round(figures.soloTokps, 1),
+      solo_blocks_tokps: figures.soloBlocksTokps,
+      together_tokps: [round(figures.togetherTokps[0], 1), round(figures.togetherTokps[1], 1)],
+      aggregate_pct_of_solo: figures.aggregatePctOfSolo,
+      together_blocks_pct: figures.togetherBlocksPct,
+      ratio: splitOf(figures.togetherTokps[0], figures.togetherTokps[1]),
       cpu_ratio: splitOf(cpu[0], cpu[1]),
-      decode_cpu_ratio: otherThreadsRatio(threadsFrom, threadsTo),
+      decode_cpu_ratio: splitOf(decodeSpent[0], decodeSpent[1]),
     };
     if (during !== null && tracePrefix !== null) {
       // The hosts write the rest of their steps as they exit.
       for (const client of clients) await client.stop();
       await served.stop();
-      result.steps = tracedSteps(during, tracePrefix, fromUs, toUs);
+      result.steps = tracedSteps(during, tracePrefix, intervals);
       log(stepTraceTable(result.steps).replace(/^/gm, '    '));
     }
-    log(`  ${SETUP_LABEL[setup].padEnd(27)} solo ${result.solo_tokps} tok/s (${result.solo_before_after_tokps.join(' → ')})  together ${result.together_tokps.join(' / ')} = ${result.aggregate_pct_of_solo} % of solo  split ${result.ratio ?? '—'} (CPU ${result.cpu_ratio ?? '—'}${result.decode_cpu_ratio === null ? '' : `, decode threads ${result.decode_cpu_ratio}`})${result.threads === null ? '' : `  threads ${result.threads}`}`);
+    log(`  ${SETUP_LABEL[setup].padEnd(27)} solo ${result.solo_tokps} tok/s (blocks ${result.solo_blocks_tokps.join(' / ')})  together ${result.together_tokps.join(' / ')} = ${result.aggregate_pct_of_solo} % of solo (blocks ${result.together_blocks_pct.join(' / ')})  split ${result.ratio ?? '—'} (CPU ${result.cpu_ratio ?? '—'}${result.decode_cpu_ratio === null ? '' : `, decode threads ${result.decode_cpu_ratio}`})${result.threads === null ? '' : `  threads ${result.threads}`}`);
     return result;
   } finally {
     for (const client of clients) await client.stop();
@@ -255,13 +307,12 @@ async function runSetup(setup: ServeSetup, server: string | null, measureS: numb
 }
 
 /** Both engines' steps from their trace files, against the schedule `state` showed while both ran. */
-function tracedSteps(state: AppState, prefix: string, fromUs: number, toUs: number): StepTraceFindings[] {
+function tracedSteps(state: AppState, prefix: string, intervals: readonly [number, number][]): StepTraceFindings[] {
   const schedule = state.devices.find((device) => device.schedule !== null)?.schedule;
   if (schedule === undefined || schedule === null) throw new Error('--trace: no schedule while both engines ran');
   return analyseSteps({
     schedule,
-    fromUs,
-    toUs,
+    intervals,
     engines: ['w2', 'w1'].map((id) => {
       const engine = state.engines.find((e) => e.profileId === id && e.state === 'running');
       if (engine === undefined || engine.slot === null) throw new Error(`--trace: engine ${id} has no slot while both ran`);
@@ -287,24 +338,26 @@ function medianOfRuns(runs: readonly ServeResult[]): ServeResult {
     // A run may have missed the engine's threads line (its log tail had moved on): any run's will do.
     threads: runs.map((r) => r.threads).find((t) => t !== null && Number.isFinite(t)) ?? null,
     solo_tokps: m((r) => r.solo_tokps, 1) ?? 0,
-    solo_before_after_tokps: [m((r) => r.solo_before_after_tokps[0], 1) ?? 0, m((r) => r.solo_before_after_tokps[1], 1) ?? 0],
     together_tokps: [m((r) => r.together_tokps[0], 1) ?? 0, m((r) => r.together_tokps[1], 1) ?? 0],
     aggregate_pct_of_solo: m((r) => r.aggregate_pct_of_solo, 1) ?? 0,
     ratio: m((r) => r.ratio, 3),
     cpu_ratio: m((r) => r.cpu_ratio, 3),
     decode_cpu_ratio: m((r) => r.decode_cpu_ratio, 3),
+    solo_blocks_tokps: runs.flatMap((r) => r.solo_blocks_tokps),
+    together_blocks_pct: runs.flatMap((r) => r.together_blocks_pct),
     runs: runs.map((r) => ({ solo_tokps: r.solo_tokps, aggregate_pct_of_solo: r.aggregate_pct_of_solo, ratio: r.ratio, cpu_ratio: r.cpu_ratio, decode_cpu_ratio: r.decode_cpu_ratio, ...(r.steps === undefined ? {} : { steps: r.steps }) })),
   };
 }
 
 export function serveTable(results: readonly ServeResult[]): string {
-  const header = ['setup', 'threads', 'solo tok/s (before→after)', 'together tok/s', 'agg % solo', 'split 2:1', 'CPU split', 'CPU split, decode threads'];
+  const header = ['setup', 'threads', 'solo tok/s (blocks)', 'together tok/s', 'agg % solo (blocks)', 'split 2:1', 'CPU split', 'CPU split, decode threads'];
+  const range = (values: readonly number[]): string => (values.length === 0 ? '—' : `${Math.min(...values).toFixed(1)}–${Math.max(...values).toFixed(1)}`);
   const rows = results.map((r) => [
     SETUP_LABEL[r.setup],
     r.threads === null ? '—' : String(r.threads),
-    `${r.solo_tokps.toFixed(1)} (${r.solo_before_after_tokps.map((s) => s.toFixed(1)).join('→')})`,
+    `${r.solo_tokps.toFixed(1)} (${range(r.solo_blocks_tokps)})`,
     r.together_tokps.map((t) => t.toFixed(1)).join(' / '),
-    r.aggregate_pct_of_solo.toFixed(1),
+    `${r.aggregate_pct_of_solo.toFixed(1)} (${range(r.together_blocks_pct)})`,
     r.ratio === null ? '—' : r.ratio.toFixed(3),
     r.cpu_ratio === null ? '—' : r.cpu_ratio.toFixed(3),
     r.decode_cpu_ratio === null ? '—' : r.decode_cpu_ratio.toFixed(3),
@@ -316,6 +369,8 @@ export interface ServeMainArgs {
   /** --setups: a comma list of SERVE_SETUPS (default: all, llama-server when one is built). */
   setups: string | undefined;
   measureS: number | undefined;
+  /** --blocks: blocks of both at once, each between two of one engine alone (serveBlocks). */
+  blocks?: number | undefined;
   /** --warm-s: seconds both engines decode together before anything is measured. */
   warmS?: number | undefined;
   repeat: number;
@@ -352,6 +407,8 @@ export async function serveBenchMain(args: ServeMainArgs, outDir: string): Promi
     if (earlier !== undefined) return fail(`--trace: ${args.trace} already holds a trace (${earlier}); name an empty folder`);
   }
   const measureS = args.measureS ?? SERVE_MEASURE_S;
+  const blocks = args.blocks ?? SERVE_BLOCKS;
+  if (measureS / blocks < MIN_BLOCK_S) return fail(`--blocks: ${blocks} blocks of --measure-s ${measureS} last ${round(measureS / blocks, 2)} s each; a block needs at least ${MIN_BLOCK_S} s (a few requests)`);
   const warmS = args.warmS ?? LLAMA_WARM_S.cpu;
   const uptime = spawnSync('uptime', { encoding: 'utf8' }).stdout.trim();
   const model = LLAMA_MODELS.cpu;
@@ -363,7 +420,7 @@ export async function serveBenchMain(args: ServeMainArgs, outDir: string): Promi
     for (const setup of setups) {
       try {
         const tracePrefix = args.trace === undefined ? null : join(args.trace, `${setup}-run${run + 1}`);
-        byRun.set(setup, [...(byRun.get(setup) ?? []), await runSetup(setup, server, measureS, warmS, log, tracePrefix)]);
+        byRun.set(setup, [...(byRun.get(setup) ?? []), await runSetup(setup, server, measureS, blocks, warmS, log, tracePrefix)]);
       } catch (error) {
         log(`  ${setup}: failed: ${error instanceof Error ? error.message : String(error)}`);
       }
@@ -373,14 +430,14 @@ export async function serveBenchMain(args: ServeMainArgs, outDir: string): Promi
     const runs = byRun.get(setup);
     if (runs !== undefined) results.push(medianOfRuns(runs));
   }
-  const report = { benchmark: 'pacing-serve', date: new Date().toISOString(), uptime, model: { ...model.spec, ctx: model.ctx, request_tokens: model.requestTokens }, measure_s: measureS, warm_s: warmS, repeat: args.repeat, duration_s: round((Date.now() - started) / 1000, 1), setups: results };
+  const report = { benchmark: 'pacing-serve', date: new Date().toISOString(), uptime, model: { ...model.spec, ctx: model.ctx, request_tokens: model.requestTokens }, measure_s: measureS, blocks, warm_s: warmS, repeat: args.repeat, duration_s: round((Date.now() - started) / 1000, 1), setups: results };
   mkdirSync(outDir, { recursive: true });
   writeFileSync(join(outDir, 'pacing-serve.json'), `${JSON.stringify(report, null, 2)}\n`);
   if (args.json) process.stdout.write(`${JSON.stringify(report)}\n`);
   else {
     console.log('');
     console.log(serveTable(results));
-    console.log(`\nsolo = the weight-2 engine alone, before the other starts and after it stops; together = both streaming back to back, tok/s each; agg % solo = their sum over solo; split = weight-2 tokens over weight-1 (target 2.000); CPU split = the same for each engine's process tree's CPU time; decode threads = the same for the built-in hosts' threads but the JavaScript thread (the nearest to a GPU's time; — for a host that decodes on its JavaScript thread, one call a token).${args.repeat > 1 ? `\nevery figure is the median of ${args.repeat} runs (each run's in the JSON, under "runs")` : ''}\n${report.duration_s} s; wrote bench-results/pacing-serve.json`);
+    console.log(`\nsolo = the weight-2 engine alone, in ${blocks + 1} blocks of ${round(measureS / blocks, 2)} s around the ${blocks} of both at once (blocks: the range of the blocks' own figures); together = both streaming back to back, tok/s each; agg % solo = their sum over solo (each block's over the solo blocks beside it); split = weight-2 tokens over weight-1 (target 2.000); CPU split = the same for each engine's process tree's CPU time; decode threads = the same for the built-in hosts' threads but the JavaScript thread (the nearest to a GPU's time; — for a host that decodes on its JavaScript thread, one call a token).${args.repeat > 1 ? `\nevery figure is the median of ${args.repeat} runs (each run's in the JSON, under "runs")` : ''}\n${report.duration_s} s; wrote bench-results/pacing-serve.json`);
   }
   return results.length > 0 ? 0 : 1;
 }

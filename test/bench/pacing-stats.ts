@@ -227,3 +227,69 @@ export function wakeMs(tokens: readonly number[], requestUs: number): number | n
   const first = tokens.find((t) => t >= requestUs);
   return first === undefined ? null : round((first - requestUs) / 1000, 1);
 }
+
+/** One measured block of `bench:pacing --serve`: the weight-2 engine alone, or both at once. */
+export type ServeBlock = { kind: 'solo'; seconds: number } | { kind: 'together'; seconds: number };
+
+/**
+ * The measured blocks of one `--serve` run: `blocks` blocks of both at once, each between two of
+ * the weight-2 engine alone, every block `measureS / blocks` seconds (solo, together, solo, …,
+ * solo). This machine's speed wanders by 10–25 % over a few seconds (one engine alone read 1,203
+ * before and 1,521 tok/s after one 10 s phase of both); alternating short blocks lets a slow spell
+ * fall on both sides of the comparison. One block is solo, together, solo. Pure.
+ */
+export function serveBlocks(measureS: number, blocks: number): ServeBlock[] {
+  const seconds = measureS / blocks;
+  const plan: ServeBlock[] = [{ kind: 'solo', seconds }];
+  for (let i = 0; i < blocks; i++) plan.push({ kind: 'together', seconds }, { kind: 'solo', seconds });
+  return plan;
+}
+
+/** What the client counted in one block: tokens over seconds, the weight-2 engine's and, together,
+ *  the weight-1 engine's. */
+export interface CountedBlock {
+  kind: ServeBlock['kind'];
+  seconds: number;
+  heavyTokens: number;
+  lightTokens: number;
+}
+
+export interface BlockFigures {
+  /** The weight-2 engine alone over every solo block, tok/s. */
+  soloTokps: number;
+  /** Each solo block's, in order. */
+  soloBlocksTokps: number[];
+  /** Both at once over every together block, tok/s each (weight 2, weight 1). */
+  togetherTokps: [number, number];
+  /** Their sum over solo, %. */
+  aggregatePctOfSolo: number;
+  /** Each together block's sum over the mean of the two solo blocks beside it, %. */
+  togetherBlocksPct: number[];
+}
+
+/** The run's figures from its blocks, in the order they ran (serveBlocks). Pure. */
+export function blockFigures(counted: readonly CountedBlock[]): BlockFigures {
+  const solos = counted.filter((b) => b.kind === 'solo');
+  const togethers = counted.filter((b) => b.kind === 'together');
+  const sum = (blocks: readonly CountedBlock[], pick: (b: CountedBlock) => number): number => blocks.reduce((total, b) => total + pick(b), 0);
+  const soloS = sum(solos, (b) => b.seconds);
+  const togetherS = sum(togethers, (b) => b.seconds);
+  if (soloS <= 0 || togetherS <= 0) throw new Error(`blockFigures: needs time alone and together (got ${soloS} s and ${togetherS} s)`);
+  const soloTokps = sum(solos, (b) => b.heavyTokens) / soloS;
+  const togetherTokps: [number, number] = [sum(togethers, (b) => b.heavyTokens) / togetherS, sum(togethers, (b) => b.lightTokens) / togetherS];
+  const blockRate = (b: CountedBlock | undefined): number | null => (b === undefined || b.kind !== 'solo' || b.seconds <= 0 ? null : b.heavyTokens / b.seconds);
+  const togetherBlocksPct: number[] = [];
+  counted.forEach((b, i) => {
+    if (b.kind !== 'together' || b.seconds <= 0) return;
+    const beside = [blockRate(counted[i - 1]), blockRate(counted[i + 1])].filter((r): r is number => r !== null);
+    const soloBeside = beside.length === 0 ? soloTokps : beside.reduce((s, r) => s + r, 0) / beside.length;
+    if (soloBeside > 0) togetherBlocksPct.push(round(((b.heavyTokens + b.lightTokens) / b.seconds / soloBeside) * 100, 1));
+  });
+  return {
+    soloTokps,
+    soloBlocksTokps: solos.map((b) => round(b.heavyTokens / b.seconds, 1)),
+    togetherTokps,
+    aggregatePctOfSolo: soloTokps > 0 ? round(((togetherTokps[0] + togetherTokps[1]) / soloTokps) * 100, 1) : 0,
+    togetherBlocksPct,
+  };
+}

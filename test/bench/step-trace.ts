@@ -27,9 +27,8 @@ export interface StepTraceEngine {
 
 export interface StepTraceInput {
   schedule: TraceSchedule;
-  /** The interval both engines ran in (wall µs); only windows wholly inside it count. */
-  fromUs: number;
-  toUs: number;
+  /** The intervals both engines ran in ([from, to) wall µs); only windows wholly inside one count. */
+  intervals: readonly (readonly [number, number])[];
   engines: readonly StepTraceEngine[];
 }
 
@@ -37,7 +36,7 @@ export interface StepTraceFindings {
   label: string;
   slot: number;
   windowMs: number;
-  /** Its windows in the interval in which it took at least one step. */
+  /** Its windows in the intervals in which it took at least one step. */
   windows: number;
   stepsPerWindow: number;
   /** Mean µs of a step by its place in its window; steps of LONG_STEP_US or more are left out. */
@@ -105,7 +104,7 @@ export function analyseSteps(input: StepTraceInput): StepTraceFindings[] {
     const at = ordered.findIndex((w) => w.slot === engine.slot);
     const previousSlot = ordered[(at - 1 + ordered.length) % ordered.length]?.slot;
     const previous = ordered.length > 1 ? input.engines.find((e) => e.slot === previousSlot) : undefined;
-    const windows = stepsByWindow(schedule, engine.slot, input.fromUs, input.toUs, engine.steps);
+    const windows = input.intervals.flatMap(([fromUs, toUs]) => stepsByWindow(schedule, engine.slot, fromUs, toUs, engine.steps));
     const places: number[][] = [[], [], [], []];
     const gaps: number[] = [];
     const lastEnds: number[] = [];

@@ -7,7 +7,6 @@
  * threads' split is the nearest this machine has to a GPU's time split.
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import { splitOf } from './pacing-stats.js';
 
 export interface ThreadCpuNs {
   /** The thread whose id is the process's. */
@@ -42,13 +41,13 @@ export function threadCpuNs(pid: number, procRoot = '/proc'): ThreadCpuNs | null
   return mainNs === null ? null : { mainNs, otherNs };
 }
 
-/** The other threads' time between two readings of each of two processes, the first's over the
- *  second's (splitOf): null unless all four readings exist and the second's time is positive. Pure. */
-export function otherThreadsRatio(from: readonly (ThreadCpuNs | null)[], to: readonly (ThreadCpuNs | null)[]): number | null {
-  const spent = (i: number): number | null => {
-    const a = from[i];
-    const b = to[i];
-    return a === undefined || a === null || b === undefined || b === null ? null : b.otherNs - a.otherNs;
-  };
-  return splitOf(spent(0), spent(1));
+/** One process's other threads' time over several intervals, each a reading at its start and at
+ *  its end: null when any reading is missing. Pure. */
+export function otherThreadsSpentNs(intervals: readonly (readonly [ThreadCpuNs | null | undefined, ThreadCpuNs | null | undefined])[]): number | null {
+  let spent = 0;
+  for (const [from, to] of intervals) {
+    if (from === undefined || from === null || to === undefined || to === null) return null;
+    spent += to.otherNs - from.otherNs;
+  }
+  return spent;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { costByWindowPosition, rate, splitOf, stepEndsUs, rateOverWholeRequests, releasedAtUs, windowStartCost } from '../../test/bench/pacing-stats.js';
+import { blockFigures, costByWindowPosition, rate, serveBlocks, splitOf, stepEndsUs, rateOverWholeRequests, releasedAtUs, windowStartCost } from '../../test/bench/pacing-stats.js';
 
 // 2:1 over a 120 ms period: slot 0 owns [0, 80) ms, slot 1 [80, 120) ms.
 const schedule = { periodUs: 120_000, windows: [{ slot: 0, startUs: 0, lengthUs: 80_000 }, { slot: 1, startUs: 80_000, lengthUs: 40_000 }] };
@@ -158,5 +158,41 @@ describe('splitOf', () => {
     expect(splitOf(805.3, 379.7)).toBe(2.121);
     expect(splitOf(0, 5)).toBe(0);
     for (const [a, b] of [[null, 1], [1, null], [undefined, 1], [1, undefined], [1, 0], [1, -2]] as const) expect(splitOf(a, b), `${String(a)} / ${String(b)}`).toBeNull();
+  });
+});
+
+describe('serveBlocks', () => {
+  it('alternates blocks of both at once with blocks of one engine alone, alone at both ends', () => {
+    expect(serveBlocks(8, 4).map((b) => `${b.kind} ${b.seconds}`)).toEqual(['solo 2', 'together 2', 'solo 2', 'together 2', 'solo 2', 'together 2', 'solo 2', 'together 2', 'solo 2']);
+    expect(serveBlocks(10, 1).map((b) => `${b.kind} ${b.seconds}`)).toEqual(['solo 10', 'together 10', 'solo 10']);
+  });
+});
+
+describe('blockFigures', () => {
+  const solo = (seconds: number, heavyTokens: number) => ({ kind: 'solo' as const, seconds, heavyTokens, lightTokens: 0 });
+  const together = (seconds: number, heavyTokens: number, lightTokens: number) => ({ kind: 'together' as const, seconds, heavyTokens, lightTokens });
+
+  it('sets the blocks of both at once against the blocks alone, over all of them and each against its neighbours', () => {
+    // The machine slows down for the middle blocks: alone 1,000 → 800 → 1,000 tok/s; together
+    // 95 % of the solo blocks beside each block.
+    const figures = blockFigures([solo(2, 2_000), together(2, 1_140, 570), solo(2, 1_600), together(2, 1_140, 570), solo(2, 2_000)]);
+    expect(figures.soloBlocksTokps).toEqual([1_000, 800, 1_000]);
+    expect(figures.togetherTokps).toEqual([570, 285]);
+    expect(figures.togetherBlocksPct).toEqual([95, 95]);
+    // Over all blocks: 855 tok/s together against 933.3 alone.
+    expect(figures.aggregatePctOfSolo).toBe(91.6);
+    expect(figures.soloTokps).toBeCloseTo(933.33, 2);
+  });
+
+  it('weighs each block by its own length', () => {
+    const figures = blockFigures([solo(1, 1_000), together(3, 1_800, 900), solo(1, 1_000)]);
+    expect(figures.soloTokps).toBe(1_000);
+    expect(figures.togetherTokps).toEqual([600, 300]);
+    expect(figures.aggregatePctOfSolo).toBe(90);
+  });
+
+  it('says what is missing when there is no block alone or none together', () => {
+    expect(() => blockFigures([together(2, 100, 50)])).toThrow('blockFigures: needs time alone and together (got 0 s and 2 s)');
+    expect(() => blockFigures([solo(2, 100)])).toThrow('blockFigures: needs time alone and together (got 2 s and 0 s)');
   });
 });

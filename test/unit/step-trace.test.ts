@@ -34,7 +34,7 @@ const light: Step[] = [
   // Window 3 (320–360 ms): no step.
 ];
 
-const findings = analyseSteps({ schedule, fromUs: 0, toUs: 360_000, engines: [{ label: 'w2', slot: 0, steps: heavy }, { label: 'w1', slot: 1, steps: light }] });
+const findings = analyseSteps({ schedule, intervals: [[0, 360_000]], engines: [{ label: 'w2', slot: 0, steps: heavy }, { label: 'w1', slot: 1, steps: light }] });
 
 describe('step trace: where the windows went', () => {
   it("puts each step in its engine's window, the window's first step up to a few ms early, and leaves out windows with none", () => {

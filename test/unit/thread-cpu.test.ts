@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { otherThreadsRatio, threadCpuNs } from '../bench/thread-cpu.js';
+import { otherThreadsSpentNs, threadCpuNs, type ThreadCpuNs } from '../bench/thread-cpu.js';
 
 const roots: string[] = [];
 afterEach(() => {
@@ -40,17 +40,17 @@ describe('threadCpuNs', () => {
   });
 });
 
-describe('otherThreadsRatio', () => {
-  it("gives the first process's other threads' time over the second's between two readings", () => {
-    const from = [{ mainNs: 10, otherNs: 1_000 }, { mainNs: 10, otherNs: 500 }];
-    const to = [{ mainNs: 90, otherNs: 5_000 }, { mainNs: 60, otherNs: 2_500 }];
-    expect(otherThreadsRatio(from, to)).toBe(2);
+describe('otherThreadsSpentNs', () => {
+  it("adds one process's other threads' time over its intervals, leaving its main thread out", () => {
+    const first: [ThreadCpuNs, ThreadCpuNs] = [{ mainNs: 10, otherNs: 1_000 }, { mainNs: 90, otherNs: 5_000 }];
+    const second: [ThreadCpuNs, ThreadCpuNs] = [{ mainNs: 95, otherNs: 6_000 }, { mainNs: 99, otherNs: 6_500 }];
+    expect(otherThreadsSpentNs([first, second])).toBe(4_500);
+    expect(otherThreadsSpentNs([])).toBe(0);
   });
 
-  it('is null when a reading is missing or the second spent nothing', () => {
+  it('is null when any reading is missing', () => {
     const some = { mainNs: 0, otherNs: 100 };
-    expect(otherThreadsRatio([some, null], [some, some])).toBeNull();
-    expect(otherThreadsRatio([some, some], [some, some])).toBeNull();
-    expect(otherThreadsRatio([some], [some])).toBeNull();
+    expect(otherThreadsSpentNs([[some, some], [some, null]])).toBeNull();
+    expect(otherThreadsSpentNs([[undefined, some]])).toBeNull();
   });
 });
