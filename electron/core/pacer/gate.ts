@@ -130,8 +130,9 @@ export const LAST_STEP_FIT = 0.5;
  * 20–80 ms). That costs both engines alike once a window, which pulls the time split towards
  * 1 : 1. Fifteen pairs through `serve`, alternated: time split 1.983 (median) against 1.968, steps
  * held 20 ms or more 0–4 per 10 s against 3–13; the token split 2.070 against 2.017, together the
- * same (pacer/NOTES.md, "A team's last step must fit whole"). With one thread, or on a GPU, two
- * steps overlap without barriers and the half-step rule stays.
+ * same (pacer/NOTES.md, "A team's last step must fit whole"). Three quarters, tried: token split
+ * 2.042 against 2.099 and time split 1.964 against 1.997 (medians of five pairs), more steps held.
+ * With one thread, or on a GPU, two steps overlap without barriers and the half-step rule stays.
  */
 export const TEAM_LAST_STEP_FIT = 1;
 
