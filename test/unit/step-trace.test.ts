@@ -45,6 +45,15 @@ describe('step trace: where the windows went', () => {
     expect(stepsByWindow(schedule, 0, 0, 360_000, heavy).map((w) => w.steps.length)).toEqual([3, 3, 2]);
   });
 
+  it("counts only the windows inside the intervals both engines ran in (a run's together blocks)", () => {
+    // The second period (120–240 ms) lies between two blocks.
+    const [w2, w1] = analyseSteps({ schedule, intervals: [[0, 120_000], [240_000, 360_000]], engines: [{ label: 'w2', slot: 0, steps: heavy }, { label: 'w1', slot: 1, steps: light }] });
+    expect(w2).toMatchObject({ windows: 2, stepsPerWindow: 2.5, heldSteps: 1 });
+    expect(w2?.lastStepEnd.pastEnd).toBe(0);
+    expect(w1).toMatchObject({ windows: 1, stepsPerWindow: 2 });
+    expect(w1?.overlappedStarts.windows).toBe(0);
+  });
+
   it('gives steps by place, the gaps between them, and the long and held steps apart', () => {
     const [w2, w1] = findings;
     expect(w2).toMatchObject({ label: 'w2', windowMs: 80, windows: 3, stepsPerWindow: 2.7, longSteps: 1, heldSteps: 1, heldMs: 30 });
