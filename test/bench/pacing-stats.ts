@@ -229,7 +229,10 @@ export function wakeMs(tokens: readonly number[], requestUs: number): number | n
 }
 
 /** One measured block of `bench:pacing --serve`: the weight-2 engine alone, or both at once. */
-export type ServeBlock = { kind: 'solo'; seconds: number } | { kind: 'together'; seconds: number };
+export interface ServeBlock {
+  kind: 'solo' | 'together';
+  seconds: number;
+}
 
 /**
  * The measured blocks of one `--serve` run: `blocks` blocks of both at once, each between two of
@@ -276,6 +279,7 @@ export function blockFigures(counted: readonly CountedBlock[]): BlockFigures {
   const togetherS = sum(togethers, (b) => b.seconds);
   if (soloS <= 0 || togetherS <= 0) throw new Error(`blockFigures: needs time alone and together (got ${soloS} s and ${togetherS} s)`);
   const soloTokps = sum(solos, (b) => b.heavyTokens) / soloS;
+  if (soloTokps <= 0) throw new Error(`blockFigures: the weight-2 engine made no tokens alone in ${round(soloS, 1)} s`);
   const togetherTokps: [number, number] = [sum(togethers, (b) => b.heavyTokens) / togetherS, sum(togethers, (b) => b.lightTokens) / togetherS];
   const blockRate = (b: CountedBlock | undefined): number | null => (b === undefined || b.kind !== 'solo' || b.seconds <= 0 ? null : b.heavyTokens / b.seconds);
   const togetherBlocksPct: number[] = [];
@@ -283,13 +287,14 @@ export function blockFigures(counted: readonly CountedBlock[]): BlockFigures {
     if (b.kind !== 'together' || b.seconds <= 0) return;
     const beside = [blockRate(counted[i - 1]), blockRate(counted[i + 1])].filter((r): r is number => r !== null);
     const soloBeside = beside.length === 0 ? soloTokps : beside.reduce((s, r) => s + r, 0) / beside.length;
+    // A solo block with no tokens beside it says nothing of this one.
     if (soloBeside > 0) togetherBlocksPct.push(round(((b.heavyTokens + b.lightTokens) / b.seconds / soloBeside) * 100, 1));
   });
   return {
     soloTokps,
     soloBlocksTokps: solos.map((b) => round(b.heavyTokens / b.seconds, 1)),
     togetherTokps,
-    aggregatePctOfSolo: soloTokps > 0 ? round(((togetherTokps[0] + togetherTokps[1]) / soloTokps) * 100, 1) : 0,
+    aggregatePctOfSolo: round(((togetherTokps[0] + togetherTokps[1]) / soloTokps) * 100, 1),
     togetherBlocksPct,
   };
 }

@@ -194,5 +194,6 @@ describe('blockFigures', () => {
   it('says what is missing when there is no block alone or none together', () => {
     expect(() => blockFigures([together(2, 100, 50)])).toThrow('blockFigures: needs time alone and together (got 0 s and 2 s)');
     expect(() => blockFigures([solo(2, 100)])).toThrow('blockFigures: needs time alone and together (got 2 s and 0 s)');
+    expect(() => blockFigures([solo(2, 0), together(2, 100, 50), solo(2, 0)])).toThrow('blockFigures: the weight-2 engine made no tokens alone in 4 s');
   });
 });
