@@ -112,9 +112,9 @@ function completionBody(setup: ServeSetup, model: string, tokens: number): Recor
 interface Client {
   /** [wall µs, tokens so far]. */
   counter: [number, number][];
-  /** Notes the count now (it holds until the next piece arrives), so that an interval that ends
-   *  now is spanned. */
-  mark: () => number;
+  /** Notes the count at `atUs` (now unless given; it holds until the next piece arrives), so that
+   *  an interval that ends then is spanned. */
+  mark: (atUs?: number) => number;
   stop: () => Promise<void>;
 }
 
@@ -153,10 +153,9 @@ function startClient(served: Served, setup: ServeSetup, capability: string, toke
   })();
   return {
     counter,
-    mark: () => {
-      const now = wallUs();
-      counter.push([now, total]);
-      return now;
+    mark: (atUs = wallUs()) => {
+      counter.push([atUs, total]);
+      return atUs;
     },
     stop: async () => {
       counter.push([wallUs(), total]);
@@ -253,12 +252,12 @@ async function runSetup(setup: ServeSetup, server: string | null, measureS: numb
       await untilActivity(appState, 'w1', true);
       await sleep(SETTLE_MS);
       const fromUs = heavy.mark();
-      light.mark();
+      light.mark(fromUs);
       const cpuFrom = pids.map(treeCpuUs);
       const threadsFrom = hosts.map((pid) => threadCpuNs(pid));
       await sleep(block.seconds * 1000);
       const toUs = heavy.mark();
-      light.counter.push([toUs, light.counter.at(-1)?.[1] ?? 0]);
+      light.mark(toUs);
       const cpuTo = pids.map(treeCpuUs);
       const threadsTo = hosts.map((pid) => threadCpuNs(pid));
       // The schedule both followed, and each engine's slot in it, for the steps' windows.

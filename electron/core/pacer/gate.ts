@@ -140,8 +140,9 @@ export const TEAM_LAST_STEP_FIT = 1;
  * A team's steps up to this long (µs) must fit whole. The whole fit leaves an idle tail of half a
  * step on average where half a step's fit leaves an eighth, and runs past the end in half the
  * windows instead: the whole fit is the cheaper while 3/8 of a step is less than half of what an
- * overrun costs the next team (~1.3 ms), up to steps of ~1.7 ms. A longer step (a large model on
- * the CPU: 18 ms at E1024/L12 here) would idle 9 ms of a 40 ms window on average, and keeps the
+ * overrun costs the next team (~1.3 ms), up to steps of ~1.7 ms; the bound is that, rounded up
+ * (at 2 ms the whole fit idles ~0.1 ms a window more than it saves). A longer step (a large model
+ * on the CPU: 18 ms at E1024/L12 here) would idle 9 ms of a 40 ms window on average, and keeps the
  * half-step rule.
  */
 export const TEAM_WHOLE_STEP_MAX_US = 2_000;
