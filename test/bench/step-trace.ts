@@ -6,6 +6,8 @@
  * - a step's length by its place in its window (the first steps after the other engine's window
  *   run on cold caches, and a short window is more of them);
  * - the time between two steps (the engine's JavaScript: the gate, the token's write);
+ * - where a window's first step started and its last step ended against the window's edges (the
+ *   device's idle time at each hand-over);
  * - windows that start while the previous window's engine still runs its last step (two decode
  *   teams on the same cores) and what their first steps cost against a clean start;
  * - steps of 20 ms or more (a last step held off its cores through the whole next window).
@@ -43,6 +45,9 @@ export interface StepTraceFindings {
   byPlaceUs: { first: number | null; secondToSixth: number | null; seventhTo21st: number | null; later: number | null };
   /** Mean µs from the end of a step to the start of the next in the same window. */
   gapUs: number | null;
+  /** Where each window's first step started against the window's start, µs (median; positive: the
+   *  window began idle). */
+  firstStepStartUs: number | null;
   /** Where each window's last step ended against the window's end, µs (median; negative: the
    *  window ended idle), and the windows whose last step ran past it. */
   lastStepEnd: { medianUs: number | null; pastEnd: number; pastEndPct: number };
@@ -107,6 +112,7 @@ export function analyseSteps(input: StepTraceInput): StepTraceFindings[] {
     const windows = input.intervals.flatMap(([fromUs, toUs]) => stepsByWindow(schedule, engine.slot, fromUs, toUs, engine.steps));
     const places: number[][] = [[], [], [], []];
     const gaps: number[] = [];
+    const firstStarts: number[] = [];
     const lastEnds: number[] = [];
     const overlapped: number[] = [];
     const clean: number[] = [];
@@ -116,6 +122,7 @@ export function analyseSteps(input: StepTraceInput): StepTraceFindings[] {
     for (const { window, steps } of windows) {
       const last = steps[steps.length - 1];
       if (last !== undefined) lastEnds.push(last[0] + last[1] - window[1]);
+      if (steps[0] !== undefined) firstStarts.push(steps[0][0] - window[0]);
       steps.forEach(([start, us], index) => {
         if (us >= LONG_STEP_US) {
           long++;
@@ -144,6 +151,7 @@ export function analyseSteps(input: StepTraceInput): StepTraceFindings[] {
       stepsPerWindow: round(mean(windows.map((w) => w.steps.length)) ?? 0, 1),
       byPlaceUs: { first: wholeUs(mean(places[0] ?? [])), secondToSixth: wholeUs(mean(places[1] ?? [])), seventhTo21st: wholeUs(mean(places[2] ?? [])), later: wholeUs(mean(places[3] ?? [])) },
       gapUs: wholeUs(mean(gaps)),
+      firstStepStartUs: wholeUs(median(firstStarts)),
       lastStepEnd: { medianUs: wholeUs(median(lastEnds)), pastEnd, pastEndPct: lastEnds.length === 0 ? 0 : round((pastEnd / lastEnds.length) * 100, 1) },
       overlappedStarts: { windows: overlapped.length, pct: windows.length === 0 ? 0 : round((overlapped.length / windows.length) * 100, 1), firstSixMs: toMs(mean(overlapped)), cleanFirstSixMs: toMs(mean(clean)) },
       longSteps: long,
@@ -154,7 +162,7 @@ export function analyseSteps(input: StepTraceInput): StepTraceFindings[] {
 }
 
 export function stepTraceTable(findings: readonly StepTraceFindings[]): string {
-  const header = ['engine', 'window ms', 'windows', 'steps/window', 'µs by place: 1st', '2nd–6th', '7th–21st', 'later', 'gap µs', "last step's end, µs from the window's end (median)", 'past the end', 'starts beside the last step', 'first six ms (clean)', `steps ≥ ${LONG_STEP_US / 1000} ms`, `≥ ${HELD_STEP_US / 1000} ms (ms)`];
+  const header = ['engine', 'window ms', 'windows', 'steps/window', 'µs by place: 1st', '2nd–6th', '7th–21st', 'later', 'gap µs', "first step's start, µs from the window's start (median)", "last step's end, µs from the window's end (median)", 'past the end', 'starts beside the last step', 'first six ms (clean)', `steps ≥ ${LONG_STEP_US / 1000} ms`, `≥ ${HELD_STEP_US / 1000} ms (ms)`];
   const text = (value: number | null): string => (value === null ? '—' : String(value));
   const rows = findings.map((f) => [
     f.label,
@@ -166,6 +174,7 @@ export function stepTraceTable(findings: readonly StepTraceFindings[]): string {
     text(f.byPlaceUs.seventhTo21st),
     text(f.byPlaceUs.later),
     text(f.gapUs),
+    text(f.firstStepStartUs),
     text(f.lastStepEnd.medianUs),
     `${f.lastStepEnd.pastEnd} (${f.lastStepEnd.pastEndPct} %)`,
     `${f.overlappedStarts.windows} (${f.overlappedStarts.pct} %)`,

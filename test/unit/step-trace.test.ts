@@ -74,8 +74,12 @@ describe('step trace: where the windows went', () => {
     expect(w2?.overlappedStarts).toEqual({ windows: 0, pct: 0, firstSixMs: null, cleanFirstSixMs: 13.33 });
   });
 
-  it("says where each window's last step ended against the window's end, and how often past it", () => {
+  it("says where each window's first step started and its last step ended against the window's edges", () => {
     const [w2, w1] = findings;
+    // The heavy engine's first steps start at its windows' starts; the light engine's at 80 ms (its
+    // window's start) and at 199.95 ms, 50 µs before its window of 200 ms.
+    expect(w2?.firstStepStartUs).toBe(0);
+    expect(w1?.firstStepStartUs).toBe(-25);
     // The heavy engine's last steps end at 4.2, 201 and 271.1 ms: 75,800 µs idle, 1,000 past the
     // end, 48,900 idle.
     expect(w2?.lastStepEnd).toEqual({ medianUs: -48_900, pastEnd: 1, pastEndPct: 33.3 });
@@ -87,8 +91,8 @@ describe('step trace: where the windows went', () => {
     const lines = stepTraceTable(findings).split('\n');
     expect(lines).toHaveLength(4);
     expect(lines[0]).toMatch(/^engine +window ms +windows +steps\/window +µs by place: 1st/);
-    expect(lines[2]).toMatch(/^w2 +80 +3 +2\.7 +2000 +1200 +— +— +15260 +-48900 +1 \(33\.3 %\) +0 \(0 %\) +— \(13\.33\) +1 +1 \(30\)$/);
-    expect(lines[3]).toMatch(/^w1 +40 +2 +2 +3000 +1000 +— +— +100 +-35925 +0 \(0 %\) +1 \(50 %\) +4 \(4\) +0 +0 \(0\)$/);
+    expect(lines[2]).toMatch(/^w2 +80 +3 +2\.7 +2000 +1200 +— +— +15260 +0 +-48900 +1 \(33\.3 %\) +0 \(0 %\) +— \(13\.33\) +1 +1 \(30\)$/);
+    expect(lines[3]).toMatch(/^w1 +40 +2 +2 +3000 +1000 +— +— +100 +-25 +-35925 +0 \(0 %\) +1 \(50 %\) +4 \(4\) +0 +0 \(0\)$/);
   });
 
   it("reads a host's step lines, skipping other lines and a torn last one", () => {
