@@ -120,9 +120,10 @@ export function analyseSteps(input: StepTraceInput): StepTraceFindings[] {
     let held = 0;
     let heldUs = 0;
     for (const { window, steps } of windows) {
+      const [first] = steps;
       const last = steps[steps.length - 1];
+      if (first !== undefined) firstStarts.push(first[0] - window[0]);
       if (last !== undefined) lastEnds.push(last[0] + last[1] - window[1]);
-      if (steps[0] !== undefined) firstStarts.push(steps[0][0] - window[0]);
       steps.forEach(([start, us], index) => {
         if (us >= LONG_STEP_US) {
           long++;
@@ -134,7 +135,6 @@ export function analyseSteps(input: StepTraceInput): StepTraceFindings[] {
         const before = steps[index - 1];
         if (before !== undefined) gaps.push(start - (before[0] + before[1]));
       });
-      const [first] = steps;
       if (previous === undefined || first === undefined) continue;
       const theirs = lastStepBefore(previous.steps, first[0]);
       const firstSix = steps.slice(0, FIRST_STEPS).reduce((sum, [, us]) => sum + us, 0);
