@@ -250,9 +250,7 @@ export function serveBlocks(measureS: number, blocks: number): ServeBlock[] {
 
 /** What the client counted in one block: tokens over seconds, the weight-2 engine's and, together,
  *  the weight-1 engine's. */
-export interface CountedBlock {
-  kind: ServeBlock['kind'];
-  seconds: number;
+export interface CountedBlock extends ServeBlock {
   heavyTokens: number;
   lightTokens: number;
 }
