@@ -36,6 +36,7 @@ import { buildSchedule, stallBoundUs } from '../../electron/core/pacer/schedule.
 import { counterAt, gapsMs, median, rate, recoveredAtUs, releaseS, round, splitOf, summary, textTable, wakeMs } from './pacing-stats.js';
 import { builtinHostEnv } from '../../electron/core/engines/builtin/defaults.js';
 import { BURN_ENGINE, CLI, ROOT, predictedTokens, readBurnOutput, type BurnOutput as BurnOutputFile } from '../fixtures/procs.js';
+import { stopStartedOnSignal } from './stop-on-signal.js';
 
 const PACING_USAGE = `usage: npm run bench:pacing -- [flags]
   burn engines (default)   [--quick] [--builtin] [--modes free,coop,gate,static,builtin-free,builtin]
@@ -782,4 +783,5 @@ async function main(): Promise<void> {
   }
 }
 
+stopStartedOnSignal('bench:pacing');
 void main();
