@@ -22,7 +22,7 @@ import { ROOT } from '../fixtures/procs.js';
 import { pick, seededRandom } from '../fixtures/random.js';
 import { removeSegment } from '../fixtures/segments.js';
 import { call, startServe, streamChat, until, type Served } from '../fixtures/serve.js';
-import { stopStartedOnSignal } from './stop-on-signal.js';
+import { runBenchScript } from './stop-on-signal.js';
 
 export interface SoakResult {
   minutes: number;
@@ -211,10 +211,4 @@ async function main(): Promise<void> {
   process.exitCode = result.internalErrors > 0 || leaked ? 1 : 0;
 }
 
-if (process.argv[1]?.endsWith('soak.js')) {
-  stopStartedOnSignal('soak');
-  void main().catch((error: unknown) => {
-    process.stderr.write(`soak: ${error instanceof Error ? error.message : String(error)}\n`);
-    process.exitCode = 1;
-  });
-}
+if (process.argv[1]?.endsWith('soak.js')) runBenchScript('soak', main);

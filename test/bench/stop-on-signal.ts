@@ -7,9 +7,11 @@
  * own handler does the rest: serve stops its engines, a supervisor resumes and ends its tree.
  * The processes below are found in procfs (Linux, where the benchmarks pin and read procfs
  * anyway); elsewhere none are found and only the signal's own reach (a terminal's Ctrl-C reaches
- * the whole foreground group) stops them.
+ * the whole foreground group) stops them. (`ProcessControl.signal` ends a tree too, but one whose
+ * root leads its own process group and is signalled with it: here the root is the benchmark
+ * itself, which npm leaves in its group.)
  */
-import { constants } from 'node:os';
+import { exitCodeOf } from '../../electron/core/commands/exit-code.js';
 import { linuxTreePids } from '../../native/process-tree-linux.js';
 
 export const STOPPING_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
@@ -24,21 +26,21 @@ export interface SignalStopDeps {
   exit(code: number): void;
 }
 
+/** The processes below `pid` now, at any depth (itself not included); none off Linux. */
+export function processesBelow(pid: number): number[] {
+  return process.platform === 'linux' ? linuxTreePids(pid).filter((member) => member !== pid) : [];
+}
+
 const defaultDeps: SignalStopDeps = {
-  descendants: () => (process.platform === 'linux' ? linuxTreePids(process.pid).filter((pid) => pid !== process.pid) : []),
+  descendants: () => processesBelow(process.pid),
   kill: (pid, signal) => process.kill(pid, signal),
   once: (signal, handler) => process.once(signal, handler),
   log: (line) => console.error(line),
   exit: (code) => process.exit(code),
 };
 
-/** The exit status of a process that ends because of `signal` (128 + its number, as a shell says). */
-export function signalExitCode(signal: StoppingSignal): number {
-  return 128 + constants.signals[signal];
-}
-
 /** From now on, the first of SIGINT, SIGTERM or SIGHUP stops every process below this one and
- *  exits with the signal's status. */
+ *  exits with the signal's status (128 + its number, as a shell says). */
 export function stopStartedOnSignal(what: string, deps: SignalStopDeps = defaultDeps): void {
   for (const signal of STOPPING_SIGNALS) {
     deps.once(signal, () => {
@@ -54,7 +56,17 @@ export function stopStartedOnSignal(what: string, deps: SignalStopDeps = default
         }
       }
       deps.log(`${what}: ${signal}: stopped ${stopped} process${stopped === 1 ? '' : 'es'} it had started`);
-      deps.exit(signalExitCode(signal));
+      deps.exit(exitCodeOf(null, signal));
     });
   }
+}
+
+/** A benchmark's entry point, run as a script: it stops what it started on a signal (above), and a
+ *  failure of `main` is one line naming the benchmark and exit status 1. */
+export function runBenchScript(what: string, main: () => Promise<void>): void {
+  stopStartedOnSignal(what);
+  void main().catch((error: unknown) => {
+    process.stderr.write(`${what}: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exitCode = 1;
+  });
 }

@@ -19,7 +19,7 @@ import { GiB } from '../../electron/core/planner/policy.js';
 import { flagsOrExit } from '../fixtures/flags.js';
 import { CLI } from '../fixtures/procs.js';
 import { removeSegment } from '../fixtures/segments.js';
-import { stopStartedOnSignal } from './stop-on-signal.js';
+import { runBenchScript } from './stop-on-signal.js';
 
 export interface StreamsResult {
   streams: number;
@@ -151,10 +151,4 @@ async function main(): Promise<void> {
   for (const [k, v] of rows) process.stdout.write(`${k.padEnd(68)} ${v}\n`);
 }
 
-if (process.argv[1]?.endsWith('streams-bench.js')) {
-  stopStartedOnSignal('bench:streams');
-  void main().catch((error: unknown) => {
-    process.stderr.write(`bench:streams: ${error instanceof Error ? error.message : String(error)}\n`);
-    process.exitCode = 1;
-  });
-}
+if (process.argv[1]?.endsWith('streams-bench.js')) runBenchScript('bench:streams', main);

@@ -2,7 +2,7 @@
  *  with the signal's status (test/bench/stop-on-signal.ts). */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { linuxTreePids } from '../../native/process-tree-linux.js';
+import { processesBelow } from '../bench/stop-on-signal.js';
 import { exitOf, procState, ROOT, spawnNode, until } from '../fixtures/procs.js';
 
 const STAND_IN = join(ROOT, 'dist', 'test', 'fixtures', 'signal-stopped-bench.js');
@@ -16,7 +16,7 @@ describe.runIf(process.platform === 'linux')('a benchmark stopped by a signal', 
     try {
       // Itself, the shell, its two sleeps and the held sleep.
       const below = await until(() => {
-        const tree = linuxTreePids(pid).filter((p) => p !== pid);
+        const tree = processesBelow(pid);
         return tree.length === 4 && tree.some((p) => procState(p) === 'T') ? tree : null;
       }, 15_000, 'the stand-in and its four processes');
       bench.kill('SIGTERM');

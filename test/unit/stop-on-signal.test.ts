@@ -1,7 +1,7 @@
 /** What a benchmark does on SIGINT, SIGTERM or SIGHUP (test/bench/stop-on-signal.ts), with its
  *  effects recorded. */
 import { describe, expect, it } from 'vitest';
-import { signalExitCode, stopStartedOnSignal, type SignalStopDeps, type StoppingSignal } from '../bench/stop-on-signal.js';
+import { stopStartedOnSignal, type SignalStopDeps, type StoppingSignal } from '../bench/stop-on-signal.js';
 
 function recorder(descendants: number[], gone: ReadonlySet<number> = new Set()) {
   const handlers = new Map<StoppingSignal, () => void>();
@@ -39,7 +39,6 @@ describe('stopStartedOnSignal', () => {
     stopStartedOnSignal('bench:y', deps);
     handlers.get('SIGINT')?.();
     expect(calls).toEqual(['kill 22 SIGTERM', 'kill 22 SIGCONT', 'log bench:y: SIGINT: stopped 1 process it had started', 'exit 130']);
-    expect(signalExitCode('SIGHUP')).toBe(129);
   });
 
   it('exits with nothing to stop when it started nothing', () => {

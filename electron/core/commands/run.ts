@@ -14,7 +14,6 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
-import { constants as osConstants } from 'node:os';
 import { RegistryError, type RegistryHelper } from '../../../native/helper.js';
 import type { ProcessControl } from '../../../native/process-control.js';
 import { monotonicUs, systemClock } from '../clock.js';
@@ -31,6 +30,7 @@ import { describeActivity, detectLlamaServer, serverKeyOf } from '../pacer/serve
 import { NAP_SLACK_US, PREPARE_US, sleepUs } from '../pacer/gate.js';
 import { startWatchdog, type Watchdog } from '../pacer/watchdog.js';
 import type { CommandIo } from './io.js';
+import { exitCodeOf } from './exit-code.js';
 import { onParentGone } from '../parent-watch.js';
 import { readControlLines } from '../engines/control-protocol.js';
 import { formatPacerLine, OVERSHOOT_REPORT_INTERVAL_MS } from '../pacer/overshoot.js';
@@ -138,13 +138,6 @@ class TreeReport {
     this.reported.clear();
     this.watchdog.unwatchGroup(this.rootPid);
   }
-}
-
-/** The shell's convention: 128 + signal number for a child killed by a signal. */
-export function exitCodeOf(code: number | null, signal: NodeJS.Signals | null): number {
-  if (code !== null) return code;
-  const number = signal === null ? undefined : osConstants.signals[signal];
-  return number === undefined ? 1 : 128 + number;
 }
 
 export async function runPaced(options: RunOptions, io: CommandIo, helper: RegistryHelper, control: ProcessControl): Promise<number> {
