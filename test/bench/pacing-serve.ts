@@ -26,7 +26,7 @@ import { startServe, type Served } from '../fixtures/serve.js';
 import { sseData } from '../fixtures/sse.js';
 import { LLAMA_MODELS, LLAMA_WARM_S, llamaBenchModel, treeCpuUs } from './pacing-llama.js';
 import { otherThreadsSpentNs, threadCpuNs, type ThreadCpuNs } from './thread-cpu.js';
-import { blockFigures, counterAt, median, round, serveBlocks, splitOf, textTable, type CountedBlock } from './pacing-stats.js';
+import { blockFigures, median, round, serveBlocks, splitOf, textTable, tokensBetweenPieces, type CountedBlock, type StreamedRequest } from './pacing-stats.js';
 import { analyseSteps, readSteps, stepTraceTable, type StepTraceFindings } from './step-trace.js';
 import { PACER_TRACE_ENV } from '../../electron/core/pacer/trace.js';
 
@@ -110,10 +110,11 @@ function completionBody(setup: ServeSetup, model: string, tokens: number): Recor
 }
 
 interface Client {
-  /** [wall µs, tokens so far]. */
-  counter: [number, number][];
-  /** Notes the count at `atUs` (now unless given; it holds until the next piece arrives), so that
-   *  an interval that ends then is spanned. */
+  /** Its requests, in order, the last one possibly still streaming (tokensBetweenPieces). */
+  requests: StreamedRequest[];
+  /** When it started, and until when it has been watched: an interval it counts lies inside. */
+  span: { fromUs: number; toUs: number };
+  /** Notes that the client was watched up to `atUs` (now unless given). */
   mark: (atUs?: number) => number;
   stop: () => Promise<void>;
 }
@@ -121,11 +122,12 @@ interface Client {
 /** Streams requests back to back through the gateway until stopped. */
 function startClient(served: Served, setup: ServeSetup, capability: string, tokens: number, wallUs: () => number): Client {
   const controller = new AbortController();
-  const counter: [number, number][] = [[wallUs(), 0]];
-  let total = 0;
+  const requests: StreamedRequest[] = [];
+  const span = { fromUs: wallUs(), toUs: wallUs() };
   const loop = (async () => {
     while (!controller.signal.aborted) {
-      let counted = 0;
+      const request: StreamedRequest = { piecesUs: [], tokens: null, endUs: null };
+      requests.push(request);
       try {
         const response = await fetch(`${served.base}/v1/completions`, {
           method: 'POST',
@@ -138,11 +140,10 @@ function startClient(served: Served, setup: ServeSetup, capability: string, toke
           if (payload === '[DONE]') break;
           const data = JSON.parse(payload) as { choices?: { text?: string }[]; usage?: { completion_tokens?: number } | null };
           const usage = data.usage?.completion_tokens;
-          const add = typeof usage === 'number' ? usage - counted : data.choices?.[0]?.text ? 1 : 0;
-          if (add === 0) continue;
-          counted += add;
-          total += add;
-          counter.push([wallUs(), total]);
+          if (typeof usage === 'number') {
+            request.tokens = usage;
+            request.endUs = wallUs();
+          } else if (data.choices?.[0]?.text) request.piecesUs.push(wallUs());
         }
       } catch (error) {
         if (controller.signal.aborted) return;
@@ -152,25 +153,24 @@ function startClient(served: Served, setup: ServeSetup, capability: string, toke
     }
   })();
   return {
-    counter,
+    requests,
+    span,
     mark: (atUs = wallUs()) => {
-      counter.push([atUs, total]);
+      span.toUs = Math.max(span.toUs, atUs);
       return atUs;
     },
     stop: async () => {
-      counter.push([wallUs(), total]);
+      span.toUs = Math.max(span.toUs, wallUs());
       controller.abort();
       await loop;
     },
   };
 }
 
-/** The tokens a client counted between two times. */
-function tokensBetween(counter: readonly [number, number][], fromUs: number, toUs: number, what: string): number {
-  const a = counterAt(counter, fromUs);
-  const b = counterAt(counter, toUs);
-  if (a === null || b === null) throw new Error(`${what}: the client's token count (${counter.length} samples, ${counter[0]?.[0] ?? '—'}–${counter.at(-1)?.[0] ?? '—'} µs) does not span ${Math.round(fromUs)}–${Math.round(toUs)} µs`);
-  return b - a;
+/** The tokens a client received between two times (tokensBetweenPieces). */
+function tokensBetween(client: Client, fromUs: number, toUs: number, what: string): number {
+  if (fromUs < client.span.fromUs || toUs > client.span.toUs) throw new Error(`${what}: the client streamed ${Math.round(client.span.fromUs)}–${Math.round(client.span.toUs)} µs, not all of ${Math.round(fromUs)}–${Math.round(toUs)} µs`);
+  return tokensBetweenPieces(client.requests, fromUs, toUs);
 }
 
 /** One setup: serve, its two profiles, solo and together in alternating blocks (serveBlocks). */
@@ -204,7 +204,7 @@ async function runSetup(setup: ServeSetup, server: string | null, measureS: numb
     for (const id of ['w2', 'w1']) {
       const warm = startClient(served, setup, id, 200, wallUs);
       const deadline = Date.now() + 180_000;
-      while ((warm.counter.at(-1)?.[1] ?? 0) < 200 && Date.now() < deadline) await sleep(50);
+      while (tokensBetweenPieces(warm.requests, 0, Number.POSITIVE_INFINITY) < 200 && Date.now() < deadline) await sleep(50);
       await warm.stop();
     }
     // The weight-2 engine's threads, from its "model loaded" line while its log tail still holds it.
@@ -243,7 +243,7 @@ async function runSetup(setup: ServeSetup, server: string | null, measureS: numb
         const fromUs = heavy.mark();
         await sleep(block.seconds * 1000);
         const toUs = heavy.mark();
-        counted.push({ kind: 'solo', seconds: (toUs - fromUs) / 1e6, heavyTokens: tokensBetween(heavy.counter, fromUs, toUs, 'w2 alone'), lightTokens: 0 });
+        counted.push({ kind: 'solo', seconds: (toUs - fromUs) / 1e6, heavyTokens: tokensBetween(heavy, fromUs, toUs, 'w2 alone'), lightTokens: 0 });
         continue;
       }
       const light = startClient(served, setup, 'w1', config.requestTokens, wallUs);
@@ -267,7 +267,7 @@ async function runSetup(setup: ServeSetup, server: string | null, measureS: numb
       cpuTo.forEach((c, i) => (cpu[i] = (cpu[i] ?? 0) + c - (cpuFrom[i] ?? 0)));
       threadsTo.forEach((to, i) => decodeReadings[i]?.push([threadsFrom[i], to]));
       intervals.push([fromUs, toUs]);
-      counted.push({ kind: 'together', seconds: (toUs - fromUs) / 1e6, heavyTokens: tokensBetween(heavy.counter, fromUs, toUs, 'w2 beside w1'), lightTokens: tokensBetween(light.counter, fromUs, toUs, 'w1 beside w2') });
+      counted.push({ kind: 'together', seconds: (toUs - fromUs) / 1e6, heavyTokens: tokensBetween(heavy, fromUs, toUs, 'w2 beside w1'), lightTokens: tokensBetween(light, fromUs, toUs, 'w1 beside w2') });
     }
     const figures = blockFigures(counted);
     const decodeSpent = decodeReadings.map(otherThreadsSpentNs);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { blockFigures, costByWindowPosition, rate, serveBlocks, splitOf, stepEndsUs, rateOverWholeRequests, releasedAtUs, windowStartCost } from '../../test/bench/pacing-stats.js';
+import { blockFigures, costByWindowPosition, rate, serveBlocks, splitOf, stepEndsUs, rateOverWholeRequests, releasedAtUs, tokensBetweenPieces, windowStartCost, type StreamedRequest } from '../../test/bench/pacing-stats.js';
 
 // 2:1 over a 120 ms period: slot 0 owns [0, 80) ms, slot 1 [80, 120) ms.
 const schedule = { periodUs: 120_000, windows: [{ slot: 0, startUs: 0, lengthUs: 80_000 }, { slot: 1, startUs: 80_000, lengthUs: 40_000 }] };
@@ -195,5 +195,41 @@ describe('blockFigures', () => {
     expect(() => blockFigures([together(2, 100, 50)])).toThrow('blockFigures: needs time alone and together (got 0 s and 2 s)');
     expect(() => blockFigures([solo(2, 100)])).toThrow('blockFigures: needs time alone and together (got 2 s and 0 s)');
     expect(() => blockFigures([solo(2, 0), together(2, 100, 50), solo(2, 0)])).toThrow('blockFigures: the weight-2 engine made no tokens alone in 4 s');
+  });
+});
+
+describe('tokensBetweenPieces', () => {
+  // Two finished requests of 8 and 6 tokens in 4 and 3 pieces (some pieces held several tokens),
+  // then one cut off after 2 pieces.
+  const requests: StreamedRequest[] = [
+    { piecesUs: [10, 20, 30, 40], tokens: 8, endUs: 41 },
+    { piecesUs: [50, 60, 70], tokens: 6, endUs: 71 },
+    { piecesUs: [80, 90], tokens: null, endUs: null },
+  ];
+
+  it("spreads a finished request's usage over its pieces instead of counting it at the end", () => {
+    expect(tokensBetweenPieces(requests, 15, 35)).toBe(4);
+    // A piece counts one token and the rest of the request would land at its end (41): 2 + 0.
+    expect(tokensBetweenPieces(requests, 41, 50)).toBe(0);
+    expect(tokensBetweenPieces(requests, 0, 50)).toBe(8);
+  });
+
+  it('counts a cut-off request at the mean tokens a piece of the finished ones', () => {
+    // 14 tokens over 7 pieces: 2 a piece.
+    expect(tokensBetweenPieces(requests, 75, 100)).toBe(4);
+    expect(tokensBetweenPieces([{ piecesUs: [1, 2, 3], tokens: null, endUs: null }], 0, 10)).toBe(3);
+  });
+
+  it('splits the whole into adjacent intervals without counting a piece twice', () => {
+    const whole = tokensBetweenPieces(requests, 0, 100);
+    expect(whole).toBe(18);
+    expect(tokensBetweenPieces(requests, 0, 50) + tokensBetweenPieces(requests, 50, 100)).toBe(whole);
+    expect(tokensBetweenPieces(requests, 0, 60) + tokensBetweenPieces(requests, 60, 100)).toBe(whole);
+  });
+
+  it('counts a finished request without pieces at its end', () => {
+    const silent: StreamedRequest[] = [{ piecesUs: [], tokens: 5, endUs: 30 }];
+    expect(tokensBetweenPieces(silent, 0, 30)).toBe(0);
+    expect(tokensBetweenPieces(silent, 30, 31)).toBe(5);
   });
 });
