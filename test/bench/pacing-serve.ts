@@ -140,10 +140,11 @@ function startClient(served: Served, setup: ServeSetup, capability: string, toke
           if (payload === '[DONE]') break;
           const data = JSON.parse(payload) as { choices?: { text?: string }[]; usage?: { completion_tokens?: number } | null };
           const usage = data.usage?.completion_tokens;
+          if (data.choices?.[0]?.text) request.piecesUs.push(wallUs());
           if (typeof usage === 'number') {
             request.tokens = usage;
             request.endUs = wallUs();
-          } else if (data.choices?.[0]?.text) request.piecesUs.push(wallUs());
+          }
         }
       } catch (error) {
         if (controller.signal.aborted) return;
